@@ -1,0 +1,82 @@
+"""Options shared by the commands, the one-line error path, and output helpers."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable
+
+import numpy as np
+import typer
+from rich.console import Console
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+Model = Annotated[str, typer.Argument(help="catalog alias, HF id, config.json path or folder")]
+Gpu = Annotated[str, typer.Option("--gpu", help="GPU id from `inferbound gpus`")]
+NumGpus = Annotated[int | None, typer.Option("--num-gpus", help="GPUs of the deployment (default tp·pp·dp)")]
+Tp = Annotated[int | None, typer.Option("--tp", help="tensor-parallel size (default: --num-gpus or 1)")]
+Pp = Annotated[int, typer.Option("--pp", help="pipeline-parallel stages")]
+Ep = Annotated[int, typer.Option("--ep", help="expert-parallel size (MoE)")]
+Dp = Annotated[int, typer.Option("--dp", help="data-parallel replicas")]
+Nodes = Annotated[int, typer.Option("--nodes", help="machines the GPUs are spread over")]
+Batch = Annotated[int, typer.Option("--batch", help="sequences in the static batch")]
+Input = Annotated[int, typer.Option("--input", help="prompt tokens per request")]
+Output = Annotated[int, typer.Option("--output", help="generated tokens per request")]
+WeightDtype = Annotated[str, typer.Option("--weight-dtype", help="bf16 fp16 fp8 int8 int4 fp4")]
+ActDtype = Annotated[str, typer.Option("--act-dtype", help="compute/activation dtype: bf16 fp16 fp8 int8 fp4")]
+KvDtype = Annotated[str | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: as activations)")]
+Emulate = Annotated[bool, typer.Option("--emulate", help="allow dtypes the GPU lacks (weight-only emulation)")]
+Set = Annotated[list[str] | None, typer.Option("--set", help="override a model config field, KEY=VALUE")]
+GpuSet = Annotated[list[str] | None, typer.Option("--gpu-set", help="override a GPU field, KEY=VALUE (SI)")]
+GpuFile = Annotated[list[Path] | None, typer.Option("--gpu-file", help="extra hardware YAML file(s)")]
+Json = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+
+
+def parse_sets(items: list[str] | None, field: str) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; values parsed as JSON when they are (numbers, true/false, null, lists)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"{field}={item!r} must look like KEY=VALUE")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def run(fn: Callable[[], None]) -> None:
+    """Run a command body: a ValueError becomes one line on stderr and exit code 2 (no traceback)."""
+    try:
+        fn()
+    except (ValueError, KeyError, FileNotFoundError) as e:
+        msg = e.args[0] if e.args else str(e)
+        err_console.print(f"[red]error:[/red] {msg}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def to_jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
+
+
+def gb(x: float) -> str:
+    return f"{x / 1e9:,.2f} GB"
+
+
+def ms(x: float) -> str:
+    return f"{x * 1e3:,.2f} ms"

@@ -1,0 +1,154 @@
+"""``inferbound estimate``, ``roofline`` and ``memory``: one deployment, explained."""
+from __future__ import annotations
+
+import numpy as np
+from rich.table import Table
+
+from .. import steps
+from ..deployment import Deployment, make_deployment
+from ..estimate import Estimate, decode_contexts, estimate as run_estimate
+from ..memory import max_batch, max_context, memory_report
+from ..roofline import ridge_point
+from . import app
+from .common import (ActDtype, Batch, Dp, Emulate, Ep, Gpu, GpuFile, GpuSet, Input, Json, KvDtype, Model, Nodes,
+                     NumGpus, Output, Pp, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
+
+DEFAULT_MODEL = "llama-3.1-8b"
+
+
+def build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
+          sets, gpu_sets, gpu_file) -> Deployment:
+    return make_deployment(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes,
+                           weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, emulate=emulate,
+                           model_overrides=parse_sets(sets, "--set"), gpu_overrides=parse_sets(gpu_sets, "--gpu-set"),
+                           gpu_files=gpu_file)
+
+
+@app.command()
+def estimate(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None, tp: Tp = None,
+             pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1, batch: Batch = 8, input: Input = 1024,
+             output: Output = 256, weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16",
+             kv_dtype: KvDtype = None, emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None,
+             gpu_file: GpuFile = None, json: Json = False) -> None:
+    """Static batch: TTFT, TPOT, latency, throughput, memory and what binds each phase."""
+    def body():
+        dep = build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
+                    set, gpu_set, gpu_file)
+        est = run_estimate(dep, batch=batch, input_len=input, output_len=output)
+        if json:
+            return print_json(est.to_dict())
+        show_estimate(est)
+    run(body)
+
+
+def show_estimate(e: Estimate) -> None:
+    t = Table(title=f"{e.model} on {e.num_gpus}x {e.gpu} (TP{e.parallelism.tp}), "
+                    f"batch {e.batch}, {e.input_len} in / {e.output_len} out, "
+                    f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    rows = [("TTFT", ms(e.ttft_s)), ("TPOT", ms(e.tpot_s)), ("end-to-end", ms(e.e2e_s)),
+            ("output tok/s (total)", f"{e.output_tok_s:,.1f}"), ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.1f}"),
+            ("tok/s per user", f"{e.tok_s_per_user:,.1f}"), ("prefill tok/s", f"{e.prefill_tok_s:,.0f}"),
+            ("memory per GPU", f"{gb(e.memory.total)} of {gb(e.memory.capacity)}"
+                               f" ({'fits' if e.memory.fits else 'DOES NOT FIT'})"),
+            ("  weights / KV / activations / reserve",
+             " / ".join(gb(x) for x in (e.memory.weights, e.memory.kv_cache, e.memory.activations, e.memory.reserve))),
+            ("max batch at this context", str(e.max_batch_at_context)),
+            ("decode GEMMs compute-bound from batch", str(e.decode_gemm_compute_bound_batch or "never (<=65536)")),
+            ("whole decode step compute-bound from batch", str(e.decode_compute_bound_batch or "never (<=65536)")),
+            ("decode without KV cache", f"{ms(e.decode_without_kv_cache_s)} "
+                                        f"({e.decode_without_kv_cache_s / max((e.output_len - 1) * e.tpot_s, 1e-12):,.0f}x)")]
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+    split = Table(title="Time split per phase (share of phase time)")
+    for c in ("phase", "time", "bound", "compute", "weights", "KV", "activations", "comm", "overhead"):
+        split.add_column(c, justify="left" if c in ("phase", "bound") else "right")
+    for name, ph in (("prefill", e.prefill), ("decode step", e.decode)):
+        f = {k: v / ph.time_s for k, v in ph.split.items()}
+        split.add_row(name, ms(ph.time_s), ph.bound, *(f"{f.get(k, 0):.0%}" for k in
+                      ("compute", "weights", "kv", "activations", "communication", "overhead")))
+    console.print(split)
+    console.print(e.prefill.explanation, highlight=False)
+    console.print(e.decode.explanation, highlight=False)
+    for w in e.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+
+
+@app.command()
+def roofline(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None, tp: Tp = None,
+             pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1, batch: Batch = 8, input: Input = 1024,
+             output: Output = 256, weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16",
+             kv_dtype: KvDtype = None, emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None,
+             gpu_file: GpuFile = None, json: Json = False) -> None:
+    """Per-operator roofline of the prefill step and of a mid-generation decode step."""
+    def body():
+        dep = build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
+                    set, gpu_set, gpu_file)
+        ctx = float(decode_contexts(input, output)[len(decode_contexts(input, output)) // 2])
+        phases = {"prefill": steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch, input),
+                  "decode": steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch, ctx)}
+        ridge = ridge_point(dep.gpu, dep.compute_dtype)
+        out = {"ridge_flop_per_byte": ridge, "decode_context": ctx,
+               "phases": {k: operator_rows(c) for k, c in phases.items()}}
+        if json:
+            return print_json(out)
+        for name, rows in out["phases"].items():
+            t = Table(title=f"{name} on {dep.label()} (batch {batch}"
+                            f"{', context %d' % ctx if name == 'decode' else ', %d tokens each' % input}); "
+                            f"ridge {ridge:,.0f} FLOP/B at {dep.compute_dtype}")
+            for c in ("operator", "group", "x", "GFLOP", "weights MB", "KV MB", "act MB", "FLOP/B", "time", "share", "bound"):
+                t.add_column(c, justify="left" if c in ("operator", "group", "bound") else "right")
+            total = sum(r["time_s"] for r in rows)
+            for r in rows:
+                t.add_row(r["name"], r["group"], str(r["count"]), f"{r['flops'] / 1e9:,.2f}",
+                          f"{r['weight_bytes'] / 1e6:,.1f}", f"{r['kv_bytes'] / 1e6:,.1f}", f"{r['act_bytes'] / 1e6:,.1f}",
+                          f"{r['intensity']:,.1f}", ms(r["time_s"]), f"{r['time_s'] / total:.0%}", r["bound"])
+            console.print(t)
+    run(body)
+
+
+def operator_rows(cost) -> list[dict]:
+    """Per-operator totals (all instances) of a priced step, for tables and JSON."""
+    rows = []
+    for p in cost.ops:
+        o = p.op
+        rows.append({"name": o.name, "kind": o.kind, "group": o.group, "count": o.count,
+                     "flops": float(np.sum(o.flops)) * o.count, "weight_bytes": float(np.sum(o.weight_bytes)) * o.count,
+                     "kv_bytes": float(np.sum(o.kv_bytes)) * o.count, "act_bytes": float(np.sum(o.act_bytes)) * o.count,
+                     "intensity": float(np.sum(o.flops) / max(float(np.sum(o.bytes)), 1e-30)) if o.kind != "collective" else 0.0,
+                     "time_s": float(np.sum(p.total)),
+                     "bound": "communication" if o.kind == "collective" else
+                     ("compute" if bool(np.all(p.compute_bound)) else "memory"), **({"comm": o.comm} if o.comm else {})})
+    return rows
+
+
+@app.command()
+def memory(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None, tp: Tp = None,
+           pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1, batch: Batch = 8, input: Input = 1024,
+           output: Output = 256, weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16",
+           kv_dtype: KvDtype = None, emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None,
+           gpu_file: GpuFile = None, json: Json = False) -> None:
+    """Memory per GPU (weights, KV, activations, reserve), fit, max batch and max context."""
+    def body():
+        dep = build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
+                    set, gpu_set, gpu_file)
+        ctx = input + output
+        rep = memory_report(dep.model, dep.gpu, dep.dtypes, dep.par, batch, ctx, step_tokens=batch * input)
+        out = {**rep.to_dict(), "batch": batch, "context": ctx,
+               "max_batch_at_context": int(max_batch(dep.model, dep.gpu, dep.dtypes, dep.par, ctx)),
+               "max_context_at_batch": max_context(dep.model, dep.gpu, dep.dtypes, dep.par, batch)}
+        if json:
+            return print_json(out)
+        t = Table(title=f"Memory per GPU: {dep.model.name} on {dep.label()}, batch {batch} x {ctx} tokens")
+        t.add_column("part")
+        t.add_column("GB (1e9 B)", justify="right")
+        t.add_column("GiB (2^30 B)", justify="right")
+        for k in ("weights", "kv_cache", "activations", "reserve", "total", "capacity"):
+            t.add_row(k, f"{out[k] / 1e9:,.2f}", f"{out[k] / 2**30:,.2f}")
+        console.print(t)
+        console.print(f"{'fits' if out['fits'] else 'DOES NOT FIT'}; max batch at {ctx} tokens: "
+                      f"{out['max_batch_at_context']}; max context at batch {batch}: {out['max_context_at_batch']:,} tokens",
+                      highlight=False)
+    run(body)

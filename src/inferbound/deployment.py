@@ -1,0 +1,53 @@
+"""A deployment: model, GPU type, parallel layout and dtypes, validated together at the edge."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Dtypes, Parallelism
+from .hardware import GPU, get_gpu, resolve_compute_dtype
+from .model import ModelSpec, load_model
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: ModelSpec
+    gpu: GPU
+    par: Parallelism
+    dtypes: Dtypes
+    compute_dtype: str
+
+    @property
+    def num_gpus(self) -> int:
+        return self.par.num_gpus
+
+    def label(self) -> str:
+        p = self.par
+        parts = [f"TP{p.tp}"] + [f"{k.upper()}{v}" for k, v in (("pp", p.pp), ("ep", p.ep), ("dp", p.dp)) if v > 1]
+        return f"{self.num_gpus}x {self.gpu.id} {' '.join(parts)}"
+
+
+def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | GPU = "h100_sxm",
+                    num_gpus: int | None = None, tp: int | None = None, pp: int = 1, ep: int = 1,
+                    dp: int = 1, nodes: int = 1, attention_dp: bool = False,
+                    weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
+                    emulate: bool = False, model_overrides: dict | None = None,
+                    gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None) -> Deployment:
+    """Build and validate a deployment; errors name the field, the value and what is allowed.
+
+    ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp.
+    """
+    m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
+    g = gpu if isinstance(gpu, GPU) else get_gpu(gpu, gpu_overrides, extra_paths=gpu_files)
+    for name, v in (("num_gpus", num_gpus), ("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp), ("nodes", nodes)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name}={v} must be >= 1")
+    if tp is None:
+        tp = (num_gpus // (pp * dp)) if num_gpus and num_gpus % (pp * dp) == 0 else 1
+    par = Parallelism(tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, attention_dp=attention_dp)
+    if num_gpus is not None and num_gpus != par.num_gpus:
+        raise ValueError(f"num_gpus={num_gpus} does not match tp*pp*dp={tp}*{pp}*{dp}={par.num_gpus}")
+    from .layout import check_layout  # parallelism rules live with the parallelism model
+    check_layout(m, g, par)
+    dt = Dtypes(weight=weight_dtype, act=act_dtype, kv=kv_dtype, emulate=emulate)
+    return Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate))

@@ -1,0 +1,192 @@
+"""Static-batch estimate: TTFT, TPOT, latency, throughput, the decode-step split and what binds it.
+
+A static batch of B prompts of S tokens prefills together (one step of B·S tokens; TTFT is that step)
+and then decodes output_len − 1 further steps together, step j seeing S + j cached tokens:
+
+    TTFT = t_prefill(B, S)
+    TPOT = (1/(N−1)) Σ_{j=1}^{N−1} t_decode(B, S + j)        (N = output_len)
+    end-to-end = TTFT + (N − 1)·TPOT
+    output tok/s = B·N / end-to-end;  per GPU: / GPUs;  per user: 1 / TPOT
+
+Decode time is piecewise linear in the context, so the sum is taken exactly for N ≤ 65 and by a
+32-point midpoint rule otherwise (error far below the model's own).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import steps
+from .config import Dtypes, Parallelism
+from .deployment import Deployment, make_deployment
+from .memory import MemoryReport, max_batch, memory_report
+from .roofline import StepCost
+
+
+@dataclass
+class Phase:
+    """One phase's time, bound, split (seconds by kind) and a one-line explanation."""
+
+    time_s: float
+    bound: str
+    split: dict
+    explanation: str
+
+    def to_dict(self) -> dict:
+        return {"time_s": self.time_s, "bound": self.bound,
+                "split_s": {k: float(v) for k, v in self.split.items()}, "explanation": self.explanation}
+
+
+@dataclass
+class Estimate:
+    model: str
+    gpu: str
+    num_gpus: int
+    parallelism: Parallelism
+    dtypes: Dtypes
+    compute_dtype: str
+    batch: int
+    input_len: int
+    output_len: int
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    prefill: Phase
+    decode: Phase
+    memory: MemoryReport
+    decode_compute_bound_batch: int | None
+    decode_gemm_compute_bound_batch: int | None
+    decode_without_kv_cache_s: float
+    max_batch_at_context: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def output_tok_s(self) -> float:
+        return self.batch * self.output_len / self.e2e_s
+
+    @property
+    def output_tok_s_per_gpu(self) -> float:
+        return self.output_tok_s / self.num_gpus
+
+    @property
+    def tok_s_per_user(self) -> float:
+        return 1.0 / self.tpot_s if self.output_len > 1 else self.output_len / self.e2e_s
+
+    @property
+    def prefill_tok_s(self) -> float:
+        return self.batch * self.input_len / self.ttft_s
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model, "gpu": self.gpu, "num_gpus": self.num_gpus,
+            "parallelism": self.parallelism.model_dump(), "dtypes": {**self.dtypes.model_dump(),
+                                                                     "kv_effective": self.dtypes.kv_dtype},
+            "compute_dtype": self.compute_dtype, "batch": self.batch, "input_len": self.input_len,
+            "output_len": self.output_len,
+            "ttft_ms": self.ttft_s * 1e3, "tpot_ms": self.tpot_s * 1e3, "e2e_ms": self.e2e_s * 1e3,
+            "output_tok_s": self.output_tok_s, "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
+            "tok_s_per_user": self.tok_s_per_user, "prefill_tok_s": self.prefill_tok_s,
+            "prefill": self.prefill.to_dict(), "decode": self.decode.to_dict(),
+            "memory": self.memory.to_dict(),
+            "decode_compute_bound_batch": self.decode_compute_bound_batch,
+            "decode_gemm_compute_bound_batch": self.decode_gemm_compute_bound_batch,
+            "decode_without_kv_cache_ms": self.decode_without_kv_cache_s * 1e3,
+            "max_batch_at_context": self.max_batch_at_context,
+            "warnings": list(self.warnings),
+        }
+
+
+def decode_contexts(input_len: int, output_len: int) -> np.ndarray:
+    """Cached-token counts of the decode steps that average into TPOT (see module docstring)."""
+    n = output_len - 1
+    if n <= 0:
+        return np.array([float(input_len)])
+    if n <= 64:
+        return input_len + np.arange(1, n + 1, dtype=float)
+    return input_len + 1 + (np.arange(32) + 0.5) * (n / 32) - 0.5
+
+
+def _phase(cost: StepCost, label: str) -> Phase:
+    split = {k: float(np.mean(v)) for k, v in cost.split.items() if np.any(np.asarray(v) > 0)}
+    time = float(np.mean(cost.time))
+    bound = str(max(("compute", split.get("compute", 0.0)),
+                    ("memory", split.get("weights", 0) + split.get("kv", 0) + split.get("activations", 0)),
+                    ("communication", split.get("communication", 0.0)), key=lambda kv: kv[1])[0])
+    return Phase(time, bound, split, explain(label, bound, split, time))
+
+
+BOUND_WORDS = {"compute": "compute-bound", "memory": "HBM-bound", "communication": "communication-bound"}
+SPLIT_WORDS = {"compute": "matmul/attention compute", "weights": "weights", "kv": "KV", "activations":
+               "activations", "communication": "collectives", "overhead": "launch/step overhead"}
+
+
+def explain(label: str, bound: str, split: dict, time: float) -> str:
+    parts = sorted(((v / time, k) for k, v in split.items() if v > 0), reverse=True)
+    shares = ", ".join(f"{SPLIT_WORDS[k]} {f:.0%}" for f, k in parts if f >= 0.01)
+    return f"{label}: {BOUND_WORDS[bound]}, {shares}"
+
+
+def _compute_share(m, gpu, dt, par, compute_dtype, batches, context, gemm_only: bool):
+    """(compute seconds, memory seconds) of decode steps at each batch; optionally GEMMs only."""
+    cost = steps.decode_cost(m, gpu, dt, par, compute_dtype, batches, context)
+    if not gemm_only:
+        return (np.asarray(cost.split["compute"]),
+                np.asarray(cost.split["weights"] + cost.split["kv"] + cost.split["activations"]))
+    gemms = [p for p in cost.ops if p.op.kind == "gemm"]
+    return (sum(np.where(p.compute_bound, p.t_compute, 0.0) * p.op.count for p in gemms),
+            sum(np.where(p.compute_bound, 0.0, p.t_memory) * p.op.count for p in gemms))
+
+
+def compute_bound_batch(m, gpu, dt, par, compute_dtype, context, gemm_only: bool = False,
+                        limit: int = 1 << 16) -> int | None:
+    """Smallest decode batch at ``context`` whose step time is mostly compute, None if none up to ``limit``.
+
+    With ``gemm_only`` only the weight matmuls are compared (attention's KV reads grow with the batch
+    too, so a whole step at long context may never turn compute-bound).
+    """
+    batches = np.unique(np.round(np.geomspace(1, limit, 400)))
+    comp, mem = _compute_share(m, gpu, dt, par, compute_dtype, batches, context, gemm_only)
+    hit = np.nonzero(comp >= mem)[0]
+    if hit.size == 0:
+        return None
+    lo = int(batches[hit[0] - 1]) if hit[0] > 0 else 0
+    exact = np.arange(lo + 1, int(batches[hit[0]]) + 1, dtype=float)
+    comp, mem = _compute_share(m, gpu, dt, par, compute_dtype, exact, context, gemm_only)
+    return int(exact[np.nonzero(comp >= mem)[0][0]])
+
+
+def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: int = 1024,
+             output_len: int = 256, **deployment_kwargs) -> Estimate:
+    """Estimate a static-batch run (see module docstring).
+
+    Pass a :class:`Deployment`, or the keyword arguments of :func:`make_deployment`
+    (``model``, ``gpu``, ``num_gpus``, ``tp``, ``weight_dtype``, ...).
+    """
+    dep = deployment or make_deployment(**deployment_kwargs)
+    m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
+    for name, v in (("batch", batch), ("input_len", input_len), ("output_len", output_len)):
+        if v < 1:
+            raise ValueError(f"{name}={v} must be >= 1")
+    warnings: list[str] = []
+    pre = steps.prefill_cost(m, g, dt, par, cdt, batch, input_len)
+    ctx = decode_contexts(input_len, output_len)
+    dec = steps.decode_cost(m, g, dt, par, cdt, batch, ctx)
+    ttft = float(pre.time)
+    tpot = float(np.mean(dec.time))
+    e2e = ttft + (output_len - 1) * tpot
+    mem = memory_report(m, g, dt, par, batch, input_len + output_len, step_tokens=batch * input_len)
+    if not mem.fits:
+        warnings.append(f"does not fit: needs {mem.total / 1e9:.1f} GB per GPU of {g.hbm_bytes / 1e9:.0f} GB")
+    mid = float(ctx[len(ctx) // 2])
+    layout = dep.label()
+    no_cache = steps.no_kv_cache_decode_time(m, g, dt, par, cdt, batch, input_len, output_len)
+    return Estimate(
+        model=m.name, gpu=g.id, num_gpus=dep.num_gpus, parallelism=par, dtypes=dt, compute_dtype=cdt,
+        batch=batch, input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
+        prefill=_phase(pre, f"prefill of {batch}x{input_len} tokens on {layout}"),
+        decode=_phase(dec, f"decode at batch {batch}, context ~{mid:.0f} on {layout}"),
+        memory=mem, decode_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid),
+        decode_gemm_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid, gemm_only=True),
+        decode_without_kv_cache_s=no_cache,
+        max_batch_at_context=int(max_batch(m, g, dt, par, input_len + output_len)), warnings=warnings)

@@ -1,0 +1,180 @@
+"""The work of one forward step, per GPU, per operator: FLOPs and bytes, nothing about time.
+
+A step runs ``batch`` sequences that each add ``new`` tokens after ``past`` cached tokens:
+prefill is new=S, past=0; decode is new=1, past=L; a chunk of chunked prefill is anything between.
+With T = batch·new tokens in the step and TP degree t (Megatron sharding: heads and MLP columns split
+t ways, KV heads split but replicated when t > n_kv; MLA's latent cache is replicated):
+
+- GEMMs (QKV, output, MLP, experts, router, LM head): 2·T·(parameters on this GPU) FLOPs, reading the
+  weights once per step (``weight_bytes``) plus input and output activations (``act_bytes``);
+- attention: every new token of a sequence scores against the tokens it can see (causal, window-limited):
+  K_eff = Σ_{t=past+1}^{past+new} min(t, window) pairs per sequence and head, at 2·(d_qk + d_v) FLOPs
+  each; it reads the cached K and V (``kv_bytes``) and writes the new tokens' K and V;
+- MoE: a step of T tokens, each routed to k of E experts, touches E·(1-(1-k/E)^T) experts on average
+  (uniform routing); their weights are what is read; FLOPs are 2·T·k·(expert parameters);
+- norms, residual adds and activation functions: a few FLOPs and one read-write of the activations.
+
+Every quantity broadcasts over numpy arrays of batch / new / past, so one call prices a whole sweep.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import Dtypes, Parallelism
+from .dtypes import bytes_per_element, weight_bytes_per_element
+from .model.kv import cached_tokens, kv_values_per_token_layer
+from .model.params import attention_params, mlp_params
+from .model.spec import LayerGroup, ModelSpec
+
+
+@dataclass
+class Op:
+    """One operator of a step, per GPU. ``count`` identical instances (layers) run one after another."""
+
+    name: str
+    kind: str  # gemm | attention | elementwise | embedding | collective
+    count: int
+    flops: object = 0.0
+    weight_bytes: object = 0.0
+    act_bytes: object = 0.0
+    kv_bytes: object = 0.0
+    group: str = ""  # which layer group (e.g. "full", "window128", "moe")
+    comm: dict = field(default_factory=dict)  # collectives: kind, bytes, group size, scope
+
+    @property
+    def bytes(self):
+        return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+
+def attended_pairs(past, new, window: int | None):
+    """K_eff = Σ_{t=past+1}^{past+new} min(t, window): query-key pairs per sequence and head."""
+    past, new = np.asarray(past, dtype=float), np.asarray(new, dtype=float)
+    if window is None:
+        return new * past + new * (new + 1) / 2
+    n_in = np.clip(window - past, 0, new)  # new tokens whose position is still within the window
+    return n_in * past + n_in * (n_in + 1) / 2 + (new - n_in) * window
+
+
+def experts_touched(tokens, num_experts: int, top_k: int):
+    """Expected distinct experts hit by ``tokens`` tokens routing top-k of E uniformly: E·(1-(1-k/E)^T)."""
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** np.asarray(tokens, dtype=float))
+
+
+def _group_label(g: LayerGroup) -> str:
+    att = "full" if g.attention == "full" else f"{g.attention}{g.window}"
+    return att + ("/moe" if g.moe else "")
+
+
+def _merged_groups(m: ModelSpec) -> list[LayerGroup]:
+    """Identical layer groups merged (order does not matter for a whole-model step)."""
+    counts: dict[tuple, int] = {}
+    for g in m.layers:
+        key = (g.attention, g.window, g.moe)
+        counts[key] = counts.get(key, 0) + g.count
+    return [LayerGroup(count=c, attention=a, window=w, moe=e) for (a, w, e), c in counts.items()]
+
+
+def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, new, past) -> list[Op]:
+    """Operators of ``g.count`` decoder layers of one kind, per GPU."""
+    tp = par.tp
+    d = m.hidden_size
+    ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+    wb = weight_bytes_per_element(dt.weight)
+    kvb = bytes_per_element(dt.kv_dtype)
+    batch = np.asarray(batch, dtype=float)
+    tokens = batch * np.asarray(new, dtype=float)
+    label = _group_label(g)
+    h_loc = m.num_heads / tp
+    ops: list[Op] = []
+
+    # --- attention projections
+    attn_p = attention_params(m)
+    if m.mla is not None:
+        a = m.mla
+        o_params = m.num_heads * a.v_head_dim * d
+        qkv_out = m.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) / tp + a.kv_lora_rank + a.qk_rope_head_dim
+        kv_vals = kv_values_per_token_layer(m)  # latent is replicated on every TP rank
+        d_qk_dec, d_v_dec = a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank  # absorbed (decode)
+        d_qk_pre, d_v_pre = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim  # expanded (prefill)
+        d_qk = np.where(np.asarray(new) > 1, d_qk_pre, d_qk_dec)
+        d_v = np.where(np.asarray(new) > 1, d_v_pre, d_v_dec)
+        attn_out_width = m.num_heads * a.v_head_dim
+    else:
+        o_params = m.num_heads * m.head_dim * d + d * m.out_bias
+        qkv_out = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / tp
+        kv_vals = 2 * max(1.0, m.num_kv_heads / tp) * m.head_dim
+        d_qk = d_v = m.head_dim
+        attn_out_width = m.num_heads * m.head_dim
+    qkv_params = (attn_p - o_params) / tp
+    ops.append(Op("attn_qkv", "gemm", g.count, flops=2 * tokens * qkv_params,
+                  weight_bytes=qkv_params * wb, act_bytes=tokens * (d + qkv_out) * ab,
+                  kv_bytes=tokens * kv_vals * kvb, group=label))
+    pairs = batch * attended_pairs(past, new, g.window if g.attention != "full" else None)
+    cached = batch * cached_tokens(g, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
+    ops.append(Op("attention", "attention", g.count, flops=2 * h_loc * (d_qk + d_v) * pairs,
+                  act_bytes=2 * tokens * attn_out_width / tp * ab,
+                  kv_bytes=cached * kv_vals * kvb, group=label))
+    ops.append(Op("attn_out", "gemm", g.count, flops=2 * tokens * o_params / tp,
+                  weight_bytes=o_params / tp * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
+                  group=label))
+
+    # --- MLP or experts
+    if g.moe:
+        e = m.moe
+        per_expert = mlp_params(d, e.expert_intermediate_size, m.gated_mlp, e.expert_bias)
+        router = d * e.num_experts
+        ops.append(Op("router", "gemm", g.count, flops=2 * tokens * router,
+                      weight_bytes=router * bytes_per_element(dt.high_precision),
+                      act_bytes=tokens * (d + e.num_experts) * ab, group=label))
+        shard = tp  # expert columns split over the TP group
+        touched = experts_touched(tokens, e.num_experts, e.top_k)
+        ops.append(Op("experts", "gemm", g.count, flops=2 * tokens * e.top_k * per_expert / shard,
+                      weight_bytes=touched * per_expert / shard * wb,
+                      act_bytes=tokens * e.top_k * (2 * d + e.expert_intermediate_size * 2 / shard) * ab,
+                      group=label))
+        if e.num_shared_experts:
+            sh = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts / tp
+            ops.append(Op("shared_experts", "gemm", g.count, flops=2 * tokens * sh, weight_bytes=sh * wb,
+                          act_bytes=tokens * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / tp) * ab,
+                          group=label))
+    else:
+        p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / tp
+        ops.append(Op("mlp", "gemm", g.count, flops=2 * tokens * p, weight_bytes=p * wb,
+                      act_bytes=tokens * (2 * d + 3 * m.intermediate_size / tp) * ab, group=label))
+
+    # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
+    elems = tokens * d * (m.norms_per_layer + 1)
+    ops.append(Op("norms_residual", "elementwise", g.count, flops=8 * elems, act_bytes=3 * elems * ab,
+                  group=label))
+    return ops
+
+
+def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1) -> list[Op]:
+    """All operators of one forward step of the whole model, per GPU (TP shard)."""
+    tp = par.tp
+    d = m.hidden_size
+    hb = bytes_per_element(dt.high_precision)
+    ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+    batch = np.asarray(batch, dtype=float)
+    tokens = batch * np.asarray(new, dtype=float)
+    ops = [Op("embedding", "embedding", 1, weight_bytes=tokens * d * hb, act_bytes=tokens * d * ab)]
+    for g in _merged_groups(m):
+        ops.extend(layer_ops(m, g, dt, par, batch, new, past))
+    logits = batch * logits_per_seq
+    vocab_loc = m.vocab_size / tp
+    ops.append(Op("final_norm", "elementwise", 1, flops=8 * tokens * d, act_bytes=3 * tokens * d * ab))
+    ops.append(Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc, weight_bytes=d * vocab_loc * hb,
+                  act_bytes=logits * (d * ab + vocab_loc * 4)))
+    return ops
+
+
+def prefill_ops(m, dt, par, batch, input_len) -> list[Op]:
+    """Prefill of ``batch`` prompts of ``input_len`` tokens (logits for the last token of each)."""
+    return forward_ops(m, dt, par, batch, input_len, 0)
+
+
+def decode_ops(m, dt, par, batch, context) -> list[Op]:
+    """One decode step: ``batch`` sequences each add one token after ``context`` cached tokens."""
+    return forward_ops(m, dt, par, batch, 1, context)
