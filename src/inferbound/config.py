@@ -46,8 +46,10 @@ class Dtypes(BaseModel):
 class Parallelism(BaseModel):
     """Parallel layout of one deployment: tensor, pipeline, expert and data parallel sizes.
 
-    GPUs used = tp·pp·dp (EP reuses the TP×DP GPUs of the MoE layers, DeepSeek/vLLM style, so
-    ``ep`` must divide tp·dp). ``nodes`` spreads those GPUs over machines of ``gpus_per_node`` each.
+    GPUs used = tp·pp·dp. EP reuses the GPUs of a MoE layer rather than adding any: the tp GPUs of a
+    replica, or all tp·dp GPUs when ``attention_dp`` makes the dp ranks one replica whose attention
+    is data parallel and whose experts are spread over every rank (DeepSeek-style); ``ep`` must divide
+    that group, and the rest splits each expert (expert TP). ``nodes`` spreads the GPUs over machines.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,15 +60,48 @@ class Parallelism(BaseModel):
     dp: int = Field(default=1, ge=1)
     attention_dp: bool = Field(default=False, description="attention data-parallel beside EP (DeepSeek)")
     nodes: int = Field(default=1, ge=1)
-    sequence_parallel: bool = False
+    sequence_parallel: bool = Field(default=False, description="reduce-scatter + all-gather instead of all-reduce")
+    pp_split: tuple[int, ...] | None = Field(default=None, description="layers per pipeline stage (uneven allowed)")
+    microbatches: int | None = Field(default=None, ge=1, description="pipeline micro-batches (default min(batch, pp))")
+    collective_algo: str = Field(default="auto", description="auto ring tree oneshot twoshot nvls")
+    comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of collective time hidden behind compute")
+
+    @field_validator("collective_algo")
+    @classmethod
+    def _algo(cls, v: str) -> str:
+        allowed = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
+        if v not in allowed:
+            raise ValueError(f"collective_algo={v!r} unknown; allowed: {', '.join(allowed)}")
+        return v
 
     @model_validator(mode="after")
     def _ep_divides(self) -> "Parallelism":
-        if (self.tp * self.dp) % self.ep:
-            raise ValueError(f"ep={self.ep} must divide tp*dp={self.tp * self.dp} (experts reuse those GPUs)")
         if self.attention_dp and self.ep == 1:
             raise ValueError("attention_dp=True needs ep > 1")
+        if self.pp_split is not None:
+            if len(self.pp_split) != self.pp or min(self.pp_split) < 1:
+                raise ValueError(f"pp_split={list(self.pp_split)} must list {self.pp} positive layer counts (one per stage)")
         return self
+
+    @property
+    def attention_groups(self) -> int:
+        """Independent attention groups in a replica: dp with attention data parallel, else 1."""
+        return self.dp if self.attention_dp else 1
+
+    @property
+    def replicas(self) -> int:
+        """Independent model replicas (dp copies, unless dp serves as attention data parallel)."""
+        return 1 if self.attention_dp else self.dp
+
+    @property
+    def moe_group(self) -> int:
+        """GPUs that share one MoE layer's experts: tp, or tp·dp with attention data parallel."""
+        return self.tp * self.attention_groups
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel split inside each expert: (GPUs sharing the MoE layer) / ep."""
+        return self.moe_group // self.ep
 
     @property
     def num_gpus(self) -> int:

@@ -4,9 +4,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from .config import Dtypes, Parallelism
 from .hardware import GPU, get_gpu, resolve_compute_dtype
 from .model import ModelSpec, load_model
+
+
+def validated(cls, **fields):
+    """Build a pydantic config; a validation error becomes one line: field=value: what is allowed."""
+    try:
+        return cls(**fields)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        raise ValueError(msg if not loc or repr(err.get("input")) in msg else f"{loc}={err.get('input')!r}: {msg}") from None
 
 
 @dataclass(frozen=True)
@@ -32,10 +45,13 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
                     dp: int = 1, nodes: int = 1, attention_dp: bool = False,
                     weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
                     emulate: bool = False, model_overrides: dict | None = None,
-                    gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None) -> Deployment:
+                    gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None,
+                    **parallel_options) -> Deployment:
     """Build and validate a deployment; errors name the field, the value and what is allowed.
 
     ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp.
+    ``parallel_options``: further :class:`Parallelism` fields (sequence_parallel, pp_split,
+    microbatches, collective_algo, comm_overlap).
     """
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
     g = gpu if isinstance(gpu, GPU) else get_gpu(gpu, gpu_overrides, extra_paths=gpu_files)
@@ -44,10 +60,11 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
             raise ValueError(f"{name}={v} must be >= 1")
     if tp is None:
         tp = (num_gpus // (pp * dp)) if num_gpus and num_gpus % (pp * dp) == 0 else 1
-    par = Parallelism(tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, attention_dp=attention_dp)
+    par = validated(Parallelism, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, attention_dp=attention_dp,
+                    **parallel_options)
     if num_gpus is not None and num_gpus != par.num_gpus:
         raise ValueError(f"num_gpus={num_gpus} does not match tp*pp*dp={tp}*{pp}*{dp}={par.num_gpus}")
     from .layout import check_layout  # parallelism rules live with the parallelism model
     check_layout(m, g, par)
-    dt = Dtypes(weight=weight_dtype, act=act_dtype, kv=kv_dtype, emulate=emulate)
+    dt = validated(Dtypes, weight=weight_dtype, act=act_dtype, kv=kv_dtype, emulate=emulate)
     return Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate))

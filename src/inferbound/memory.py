@@ -23,7 +23,7 @@ from .config import Dtypes, Parallelism
 from .dtypes import bytes_per_element, weight_bytes_per_element
 from .hardware import GPU
 from .model.kv import kv_bytes_for_context
-from .model.params import count_params, norm_params
+from .model.params import count_params
 from .model.spec import ModelSpec
 
 
@@ -40,17 +40,23 @@ def kv_shard(m: ModelSpec, par: Parallelism) -> int:
 
 
 def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
-    """Weight bytes resident on one GPU (all experts resident; EP splits them in parallelism.py)."""
+    """Weight bytes resident on one GPU.
+
+    Dense parts split over tp·pp; routed experts over (GPUs sharing a MoE layer)·pp, i.e. tp·pp, or
+    tp·dp·pp with attention data parallel (E/ep experts per GPU, each split expert_tp ways).
+    """
     p = count_params(m)
     hb = bytes_per_element(dt.high_precision)
     wb = weight_bytes_per_element(dt.weight)
-    matrices = p.attention + p.dense_mlp + p.routed_experts + p.shared_experts
-    return (matrices * wb + p.router * hb + (p.embedding + p.lm_head) * hb) / (par.tp * par.pp) \
-        + p.norms * hb / par.pp
+    dense = p.attention + p.dense_mlp + p.shared_experts
+    return (dense * wb + p.router * hb + (p.embedding + p.lm_head) * hb) / (par.tp * par.pp) \
+        + p.routed_experts * wb / (par.moe_group * par.pp) + p.norms * hb / par.pp
 
 
 def kv_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, context):
-    return np.asarray(batch, dtype=float) * kv_bytes_for_context(m, context, dt.kv_dtype) / (kv_shard(m, par) * par.pp)
+    """KV bytes on one GPU: the attention group's share of the batch, split over KV heads and stages."""
+    seqs = np.asarray(batch, dtype=float) / par.attention_groups
+    return seqs * kv_bytes_for_context(m, context, dt.kv_dtype) / (kv_shard(m, par) * par.pp)
 
 
 def activation_bytes(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sequences):

@@ -76,13 +76,39 @@ def _merged_groups(m: ModelSpec) -> list[LayerGroup]:
     return [LayerGroup(count=c, attention=a, window=w, moe=e) for (a, w, e), c in counts.items()]
 
 
-def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, new, past) -> list[Op]:
-    """Operators of ``g.count`` decoder layers of one kind, per GPU."""
+def _comm_bytes(dt: Dtypes) -> float:
+    """Bytes per value of tensors crossing GPUs: 16-bit (engines reduce in bf16/fp16), fp32 if asked."""
+    return bytes_per_element(dt.high_precision)
+
+
+def _collective(name: str, kind: str, count: int, size_bytes, group: str, n: int, label: str) -> Op:
+    return Op(name, "collective", count, group=label,
+              comm={"kind": kind, "bytes": size_bytes, "group": group, "size": n})
+
+
+def _tp_reduce(name: str, g: LayerGroup, par: Parallelism, size_bytes, label: str) -> list[Op]:
+    """The TP reduction after a row-parallel GEMM: all-reduce, or RS + AG with sequence parallelism."""
+    if par.tp <= 1:
+        return []
+    if par.sequence_parallel:
+        return [_collective(f"{name}_reduce_scatter", "reduce_scatter", g.count, size_bytes, "tp", par.tp, label),
+                _collective(f"{name}_all_gather", "all_gather", g.count, size_bytes, "tp", par.tp, label)]
+    return [_collective(f"{name}_all_reduce", "all_reduce", g.count, size_bytes, "tp", par.tp, label)]
+
+
+def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, new, past,
+              moe_imbalance: float = 1.0) -> list[Op]:
+    """Operators of ``g.count`` decoder layers of one kind, per GPU, with their collectives.
+
+    ``batch`` is the batch of one attention group (the replica's batch / attention_dp groups).
+    Under EP the busiest GPU carries ``moe_imbalance`` times the mean expert load.
+    """
     tp = par.tp
     d = m.hidden_size
     ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
     wb = weight_bytes_per_element(dt.weight)
     kvb = bytes_per_element(dt.kv_dtype)
+    cb = _comm_bytes(dt)
     batch = np.asarray(batch, dtype=float)
     tokens = batch * np.asarray(new, dtype=float)
     label = _group_label(g)
@@ -119,30 +145,16 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, 
     ops.append(Op("attn_out", "gemm", g.count, flops=2 * tokens * o_params / tp,
                   weight_bytes=o_params / tp * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
                   group=label))
+    ops.extend(_tp_reduce("attn", g, par, tokens * d * cb, label))
 
     # --- MLP or experts
     if g.moe:
-        e = m.moe
-        per_expert = mlp_params(d, e.expert_intermediate_size, m.gated_mlp, e.expert_bias)
-        router = d * e.num_experts
-        ops.append(Op("router", "gemm", g.count, flops=2 * tokens * router,
-                      weight_bytes=router * bytes_per_element(dt.high_precision),
-                      act_bytes=tokens * (d + e.num_experts) * ab, group=label))
-        shard = tp  # expert columns split over the TP group
-        touched = experts_touched(tokens, e.num_experts, e.top_k)
-        ops.append(Op("experts", "gemm", g.count, flops=2 * tokens * e.top_k * per_expert / shard,
-                      weight_bytes=touched * per_expert / shard * wb,
-                      act_bytes=tokens * e.top_k * (2 * d + e.expert_intermediate_size * 2 / shard) * ab,
-                      group=label))
-        if e.num_shared_experts:
-            sh = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts / tp
-            ops.append(Op("shared_experts", "gemm", g.count, flops=2 * tokens * sh, weight_bytes=sh * wb,
-                          act_bytes=tokens * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / tp) * ab,
-                          group=label))
+        ops.extend(_moe_ops(m, g, dt, par, tokens, moe_imbalance, label))
     else:
         p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / tp
         ops.append(Op("mlp", "gemm", g.count, flops=2 * tokens * p, weight_bytes=p * wb,
                       act_bytes=tokens * (2 * d + 3 * m.intermediate_size / tp) * ab, group=label))
+        ops.extend(_tp_reduce("mlp", g, par, tokens * d * cb, label))
 
     # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
     elems = tokens * d * (m.norms_per_layer + 1)
@@ -151,30 +163,88 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, 
     return ops
 
 
-def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1) -> list[Op]:
-    """All operators of one forward step of the whole model, per GPU (TP shard)."""
+def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, imbalance: float,
+             label: str) -> list[Op]:
+    """Router, routed experts (TP- or EP-sharded), shared experts and their collectives.
+
+    The MoE layer sees every token of its group: T_moe = T·(attention groups). Each GPU of the group
+    holds E/ep experts, each split over expert_tp = group/ep GPUs. Per GPU: FLOPs
+    2·T_moe·k·P_e/group·imbalance; weights read: experts touched by T_moe tokens / ep, /expert_tp.
+    EP moves token copies with an all-to-all dispatch and combine of (T_moe/ep)·k·d values per GPU.
+    """
+    e, d = m.moe, m.hidden_size
+    ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+    wb = weight_bytes_per_element(dt.weight)
+    cb = _comm_bytes(dt)
+    ops: list[Op] = []
+    group = par.moe_group
+    t_moe = tokens * par.attention_groups
+    imb = imbalance if par.ep > 1 else 1.0
+    router = d * e.num_experts
+    ops.append(Op("router", "gemm", g.count, flops=2 * tokens * router,
+                  weight_bytes=router * bytes_per_element(dt.high_precision),
+                  act_bytes=tokens * (d + e.num_experts) * ab, group=label))
+    per_expert = mlp_params(d, e.expert_intermediate_size, m.gated_mlp, e.expert_bias)
+    touched = experts_touched(t_moe, e.num_experts, e.top_k)
+    if par.ep > 1:
+        a2a = t_moe / par.ep * e.top_k * d * cb
+        ops.append(_collective("moe_dispatch_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
+    ops.append(Op("experts", "gemm", g.count, flops=2 * t_moe * e.top_k * per_expert / group * imb,
+                  weight_bytes=touched / par.ep * per_expert / par.expert_tp * wb,
+                  act_bytes=t_moe * e.top_k / par.ep * imb * (2 * d + 2 * e.expert_intermediate_size / par.expert_tp) * ab,
+                  group=label))
+    if par.ep > 1:
+        ops.append(_collective("moe_combine_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
+        if par.expert_tp > 1:
+            ops.append(_collective("expert_all_reduce", "all_reduce", g.count, t_moe / par.ep * e.top_k * d * cb,
+                                   "expert_tp", par.expert_tp, label))
+    if e.num_shared_experts:
+        sh = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts / par.tp
+        ops.append(Op("shared_experts", "gemm", g.count, flops=2 * tokens * sh, weight_bytes=sh * wb,
+                      act_bytes=tokens * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / par.tp) * ab,
+                      group=label))
+    if par.ep == 1:  # experts and shared experts reduce together over TP
+        ops.extend(_tp_reduce("moe", g, par, tokens * d * cb, label))
+    elif e.num_shared_experts:
+        ops.extend(_tp_reduce("shared_expert", g, par, tokens * d * cb, label))
+    return ops
+
+
+def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1,
+                layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
+                moe_imbalance: float = 1.0) -> list[Op]:
+    """All operators of one forward step on one GPU: the whole model, or one pipeline stage's ``layers``
+    (embedding on the ``first`` stage, final norm and LM head on the ``last``). ``batch`` is the
+    replica's batch; with attention data parallel each attention group runs batch/dp of it."""
     tp = par.tp
     d = m.hidden_size
     hb = bytes_per_element(dt.high_precision)
     ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
-    batch = np.asarray(batch, dtype=float)
+    batch = np.asarray(batch, dtype=float) / par.attention_groups
     tokens = batch * np.asarray(new, dtype=float)
-    ops = [Op("embedding", "embedding", 1, weight_bytes=tokens * d * hb, act_bytes=tokens * d * ab)]
-    for g in _merged_groups(m):
-        ops.extend(layer_ops(m, g, dt, par, batch, new, past))
-    logits = batch * logits_per_seq
-    vocab_loc = m.vocab_size / tp
-    ops.append(Op("final_norm", "elementwise", 1, flops=8 * tokens * d, act_bytes=3 * tokens * d * ab))
-    ops.append(Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc, weight_bytes=d * vocab_loc * hb,
-                  act_bytes=logits * (d * ab + vocab_loc * 4)))
+    ops = []
+    if first:
+        ops.append(Op("embedding", "embedding", 1, weight_bytes=tokens * d * hb, act_bytes=tokens * d * ab))
+        if tp > 1:  # vocab-parallel embedding: partial rows summed over TP
+            ops.append(_collective("embedding_all_reduce", "all_reduce", 1, tokens * d * _comm_bytes(dt), "tp", tp, ""))
+    for g in (_merged_groups(m) if layers is None else layers):
+        ops.extend(layer_ops(m, g, dt, par, batch, new, past, moe_imbalance))
+    if last:
+        logits = batch * logits_per_seq
+        vocab_loc = m.vocab_size / tp
+        ops.append(Op("final_norm", "elementwise", 1, flops=8 * tokens * d, act_bytes=3 * tokens * d * ab))
+        ops.append(Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc, weight_bytes=d * vocab_loc * hb,
+                      act_bytes=logits * (d * ab + vocab_loc * 4)))
+        if tp > 1:  # gather the vocab-parallel logits for sampling
+            ops.append(_collective("logits_all_gather", "all_gather", 1, logits * m.vocab_size * 4, "tp", tp, ""))
     return ops
 
 
-def prefill_ops(m, dt, par, batch, input_len) -> list[Op]:
+def prefill_ops(m, dt, par, batch, input_len, **stage) -> list[Op]:
     """Prefill of ``batch`` prompts of ``input_len`` tokens (logits for the last token of each)."""
-    return forward_ops(m, dt, par, batch, input_len, 0)
+    return forward_ops(m, dt, par, batch, input_len, 0, **stage)
 
 
-def decode_ops(m, dt, par, batch, context) -> list[Op]:
+def decode_ops(m, dt, par, batch, context, **stage) -> list[Op]:
     """One decode step: ``batch`` sequences each add one token after ``context`` cached tokens."""
-    return forward_ops(m, dt, par, batch, 1, context)
+    return forward_ops(m, dt, par, batch, 1, context, **stage)

@@ -29,6 +29,7 @@ class PricedOp:
     t_memory: object
     time: object  # per instance
     compute_bound: object
+    detail: str = ""  # collectives: algorithm and link
 
     @property
     def total(self):
@@ -46,7 +47,8 @@ class StepCost:
     ops: list[PricedOp]
     time: object
     overhead: object
-    split: dict = field(default_factory=dict)  # compute, weights, kv, activations, overhead (+ comm) seconds
+    split: dict = field(default_factory=dict)  # compute, weights, kv, activations, communication, overhead (s)
+    comm_kinds: dict = field(default_factory=dict)  # visible collective seconds by kind (all_reduce, ...)
 
     @property
     def bound(self):
@@ -84,21 +86,27 @@ def price_op(op: Op, gpu: GPU, dtype: str) -> PricedOp:
     return PricedOp(op, t_c, t_m, np.maximum(t_c, t_m) + eff.kernel_overhead_s, t_c >= t_m)
 
 
-def price_step(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None) -> StepCost:
+def price_step(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None,
+               comm_overlap: float = 0.0) -> StepCost:
     """Price every operator; add the per-step overhead; split the time by what each second is spent on.
 
-    ``comm_pricer(op) -> seconds`` prices collectives (parallelism module); without one, none may occur.
+    ``comm_pricer(op) -> (seconds, label)`` prices collectives (``collectives.py``); without one none may
+    occur. ``comm_overlap`` hides that share of the collective time behind the step's other work
+    (never more than that work).
     """
     att = attention_dtype(gpu, compute_dtype, kv_dtype)
     priced, split = [], {"compute": 0.0, "weights": 0.0, "kv": 0.0, "activations": 0.0,
                          "communication": 0.0, "overhead": 0.0}
+    kinds: dict = {}
     for op in ops:
         if op.kind == "collective":
             if comm_pricer is None:
                 raise ValueError(f"operator {op.name} is a collective but no communication model was given")
-            t = np.asarray(comm_pricer(op), dtype=float)
-            p = PricedOp(op, 0.0, 0.0, t, False)
+            t, how = comm_pricer(op)
+            t = np.asarray(t, dtype=float)
+            p = PricedOp(op, 0.0, 0.0, t, False, how)
             split["communication"] = split["communication"] + t * op.count
+            kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * op.count
             priced.append(p)
             continue
         p = price_op(op, gpu, att if op.kind == "attention" else compute_dtype)
@@ -112,5 +120,10 @@ def price_step(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_
         split["activations"] = split["activations"] + mem_t * np.asarray(op.act_bytes) / total_b * n
         split["overhead"] = split["overhead"] + gpu.efficiency.kernel_overhead_s * n
     split["overhead"] = split["overhead"] + gpu.efficiency.step_overhead_s
+    if comm_overlap:
+        work = split["compute"] + split["weights"] + split["kv"] + split["activations"]
+        visible = split["communication"] - np.minimum(split["communication"] * comm_overlap, work)
+        kinds = {k: v * visible / np.maximum(split["communication"], 1e-30) for k, v in kinds.items()}
+        split["communication"] = visible
     total = sum(split.values())
-    return StepCost(priced, total, split["overhead"], split)
+    return StepCost(priced, total, split["overhead"], split, kinds)

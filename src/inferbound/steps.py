@@ -1,29 +1,30 @@
 """Step-time model: the price of a prefill, a decode step, or a mixed chunked step.
 
 This is the one function family the estimate, the simulator and the search call; it composes the
-operators (``operators.py``) with the pricing engine (``roofline.py``).
+operators (``operators.py``), the collectives on the topology (``collectives.py``), pipeline stages
+(``pipeline.py``) and the pricing engine (``roofline.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .operators import decode_ops, forward_ops, prefill_ops
-from .roofline import StepCost, price_step
+from .pipeline import step_cost
+from .roofline import StepCost
 
 
 def prefill_cost(m, gpu, dt, par, compute_dtype, batch, input_len) -> StepCost:
     """One prefill step of ``batch`` prompts of ``input_len`` tokens."""
-    return price_step(prefill_ops(m, dt, par, batch, input_len), gpu, compute_dtype, dt.kv_dtype)
+    return step_cost(m, gpu, dt, par, compute_dtype, batch, input_len, 0, "prefill")
 
 
 def decode_cost(m, gpu, dt, par, compute_dtype, batch, context) -> StepCost:
     """One decode step of ``batch`` sequences after ``context`` cached tokens."""
-    return price_step(decode_ops(m, dt, par, batch, context), gpu, compute_dtype, dt.kv_dtype)
+    return step_cost(m, gpu, dt, par, compute_dtype, batch, 1, context, "decode")
 
 
 def chunk_cost(m, gpu, dt, par, compute_dtype, batch, new, past) -> StepCost:
     """A step in which ``batch`` sequences each add ``new`` tokens after ``past`` cached ones."""
-    return price_step(forward_ops(m, dt, par, batch, new, past), gpu, compute_dtype, dt.kv_dtype)
+    return step_cost(m, gpu, dt, par, compute_dtype, batch, new, past, "prefill")
 
 
 def no_kv_cache_decode_time(m, gpu, dt, par, compute_dtype, batch, input_len, output_len) -> float:

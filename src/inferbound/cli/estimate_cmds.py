@@ -10,35 +10,49 @@ from ..estimate import Estimate, decode_contexts, estimate as run_estimate
 from ..memory import max_batch, max_context, memory_report
 from ..roofline import ridge_point
 from . import app
-from .common import (ActDtype, Batch, Dp, Emulate, Ep, Gpu, GpuFile, GpuSet, Input, Json, KvDtype, Model, Nodes,
-                     NumGpus, Output, Pp, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
+from .common import (ActDtype, AttentionDp, Batch, CollectiveAlgo, CommOverlap, Dp, Emulate, Ep, Gpu, GpuFile,
+                     GpuSet, Input, Json, KvDtype, Microbatches, Model, Nodes, NumGpus, Output, Pp, PpSplit,
+                     SequenceParallel, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
 
 DEFAULT_MODEL = "llama-3.1-8b"
 
 
-def build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
-          sets, gpu_sets, gpu_file) -> Deployment:
-    return make_deployment(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes,
-                           weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, emulate=emulate,
-                           model_overrides=parse_sets(sets, "--set"), gpu_overrides=parse_sets(gpu_sets, "--gpu-set"),
-                           gpu_files=gpu_file)
+def deployment_command(name: str, doc: str):
+    """Register ``name`` with the shared deployment + static-batch options; the decorated function
+    receives (deployment, batch, input_len, output_len, json)."""
+    def register(body):
+        def command(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None,
+                    tp: Tp = None, pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1,
+                    attention_dp: AttentionDp = False, sequence_parallel: SequenceParallel = False,
+                    pp_split: PpSplit = None, microbatches: Microbatches = None,
+                    collective_algo: CollectiveAlgo = "auto", comm_overlap: CommOverlap = 0.0,
+                    batch: Batch = 8, input: Input = 1024, output: Output = 256,
+                    weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16", kv_dtype: KvDtype = None,
+                    emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None, gpu_file: GpuFile = None,
+                    json: Json = False) -> None:
+            def run_body():
+                split = tuple(int(x) for x in pp_split.split(",")) if pp_split else None
+                dep = make_deployment(
+                    model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes,
+                    attention_dp=attention_dp, sequence_parallel=sequence_parallel, pp_split=split,
+                    microbatches=microbatches, collective_algo=collective_algo, comm_overlap=comm_overlap,
+                    weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, emulate=emulate,
+                    model_overrides=parse_sets(set, "--set"), gpu_overrides=parse_sets(gpu_set, "--gpu-set"),
+                    gpu_files=gpu_file)
+                body(dep, batch, input, output, json)
+            run(run_body)
+        command.__doc__ = doc
+        app.command(name)(command)
+        return body
+    return register
 
 
-@app.command()
-def estimate(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None, tp: Tp = None,
-             pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1, batch: Batch = 8, input: Input = 1024,
-             output: Output = 256, weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16",
-             kv_dtype: KvDtype = None, emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None,
-             gpu_file: GpuFile = None, json: Json = False) -> None:
-    """Static batch: TTFT, TPOT, latency, throughput, memory and what binds each phase."""
-    def body():
-        dep = build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
-                    set, gpu_set, gpu_file)
-        est = run_estimate(dep, batch=batch, input_len=input, output_len=output)
-        if json:
-            return print_json(est.to_dict())
-        show_estimate(est)
-    run(body)
+@deployment_command("estimate", "Static batch: TTFT, TPOT, latency, throughput, memory and what binds each phase.")
+def estimate(dep: Deployment, batch: int, input: int, output: int, json: bool) -> None:
+    est = run_estimate(dep, batch=batch, input_len=input, output_len=output)
+    if json:
+        return print_json(est.to_dict())
+    show_estimate(est)
 
 
 def show_estimate(e: Estimate) -> None:
@@ -63,12 +77,12 @@ def show_estimate(e: Estimate) -> None:
         t.add_row(*r)
     console.print(t)
     split = Table(title="Time split per phase (share of phase time)")
-    for c in ("phase", "time", "bound", "compute", "weights", "KV", "activations", "comm", "overhead"):
+    for c in ("phase", "time", "bound", "compute", "weights", "KV", "activations", "comm", "overhead", "bubble"):
         split.add_column(c, justify="left" if c in ("phase", "bound") else "right")
     for name, ph in (("prefill", e.prefill), ("decode step", e.decode)):
         f = {k: v / ph.time_s for k, v in ph.split.items()}
         split.add_row(name, ms(ph.time_s), ph.bound, *(f"{f.get(k, 0):.0%}" for k in
-                      ("compute", "weights", "kv", "activations", "communication", "overhead")))
+                      ("compute", "weights", "kv", "activations", "communication", "overhead", "bubble")))
     console.print(split)
     console.print(e.prefill.explanation, highlight=False)
     console.print(e.decode.explanation, highlight=False)
@@ -76,37 +90,34 @@ def show_estimate(e: Estimate) -> None:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
 
 
-@app.command()
-def roofline(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None, tp: Tp = None,
-             pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1, batch: Batch = 8, input: Input = 1024,
-             output: Output = 256, weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16",
-             kv_dtype: KvDtype = None, emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None,
-             gpu_file: GpuFile = None, json: Json = False) -> None:
-    """Per-operator roofline of the prefill step and of a mid-generation decode step."""
-    def body():
-        dep = build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
-                    set, gpu_set, gpu_file)
-        ctx = float(decode_contexts(input, output)[len(decode_contexts(input, output)) // 2])
-        phases = {"prefill": steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch, input),
-                  "decode": steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch, ctx)}
-        ridge = ridge_point(dep.gpu, dep.compute_dtype)
-        out = {"ridge_flop_per_byte": ridge, "decode_context": ctx,
-               "phases": {k: operator_rows(c) for k, c in phases.items()}}
-        if json:
-            return print_json(out)
-        for name, rows in out["phases"].items():
-            t = Table(title=f"{name} on {dep.label()} (batch {batch}"
-                            f"{', context %d' % ctx if name == 'decode' else ', %d tokens each' % input}); "
-                            f"ridge {ridge:,.0f} FLOP/B at {dep.compute_dtype}")
-            for c in ("operator", "group", "x", "GFLOP", "weights MB", "KV MB", "act MB", "FLOP/B", "time", "share", "bound"):
-                t.add_column(c, justify="left" if c in ("operator", "group", "bound") else "right")
-            total = sum(r["time_s"] for r in rows)
-            for r in rows:
-                t.add_row(r["name"], r["group"], str(r["count"]), f"{r['flops'] / 1e9:,.2f}",
-                          f"{r['weight_bytes'] / 1e6:,.1f}", f"{r['kv_bytes'] / 1e6:,.1f}", f"{r['act_bytes'] / 1e6:,.1f}",
-                          f"{r['intensity']:,.1f}", ms(r["time_s"]), f"{r['time_s'] / total:.0%}", r["bound"])
-            console.print(t)
-    run(body)
+@deployment_command("roofline", "Per-operator roofline of the prefill step and a mid-generation decode step, "
+                                "collectives beside the operators.")
+def roofline(dep: Deployment, batch: int, input: int, output: int, json: bool) -> None:
+    ctxs = decode_contexts(input, output)
+    ctx = float(ctxs[len(ctxs) // 2])
+    phases = {"prefill": steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch,
+                                            max(input, 1)),
+              "decode": steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch, ctx)}
+    ridge = ridge_point(dep.gpu, dep.compute_dtype)
+    out = {"ridge_flop_per_byte": ridge, "decode_context": ctx, "compute_dtype": dep.compute_dtype,
+           "phases": {k: operator_rows(c) for k, c in phases.items()}}
+    if json:
+        return print_json(out)
+    for name, rows in out["phases"].items():
+        t = Table(title=f"{name} on {dep.label()} (batch {batch}"
+                        f"{', context %d' % ctx if name == 'decode' else ', %d tokens each' % input}); "
+                        f"ridge {ridge:,.0f} FLOP/B at {dep.compute_dtype}")
+        for c in ("operator", "group", "x", "GFLOP", "weights MB", "KV MB", "act/msg MB", "FLOP/B", "time",
+                  "share", "bound", "how"):
+            t.add_column(c, justify="left" if c in ("operator", "group", "bound", "how") else "right")
+        total = sum(r["time_s"] for r in rows)
+        for r in rows:
+            msg = r["comm"]["bytes"] * r["count"] if "comm" in r else r["act_bytes"]
+            t.add_row(r["name"], r["group"], str(r["count"]), f"{r['flops'] / 1e9:,.2f}",
+                      f"{r['weight_bytes'] / 1e6:,.1f}", f"{r['kv_bytes'] / 1e6:,.1f}", f"{msg / 1e6:,.2f}",
+                      f"{r['intensity']:,.1f}", ms(r["time_s"]), f"{r['time_s'] / total:.0%}", r["bound"],
+                      r.get("algorithm", ""))
+        console.print(t)
 
 
 def operator_rows(cost) -> list[dict]:
@@ -120,35 +131,28 @@ def operator_rows(cost) -> list[dict]:
                      "intensity": float(np.sum(o.flops) / max(float(np.sum(o.bytes)), 1e-30)) if o.kind != "collective" else 0.0,
                      "time_s": float(np.sum(p.total)),
                      "bound": "communication" if o.kind == "collective" else
-                     ("compute" if bool(np.all(p.compute_bound)) else "memory"), **({"comm": o.comm} if o.comm else {})})
+                     ("compute" if bool(np.all(p.compute_bound)) else "memory"),
+                     **({"comm": {**o.comm, "bytes": float(np.sum(o.comm["bytes"]))}, "algorithm": p.detail}
+                        if o.comm else {})})
     return rows
 
 
-@app.command()
-def memory(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None, tp: Tp = None,
-           pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1, batch: Batch = 8, input: Input = 1024,
-           output: Output = 256, weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16",
-           kv_dtype: KvDtype = None, emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None,
-           gpu_file: GpuFile = None, json: Json = False) -> None:
-    """Memory per GPU (weights, KV, activations, reserve), fit, max batch and max context."""
-    def body():
-        dep = build(model, gpu, num_gpus, tp, pp, ep, dp, nodes, weight_dtype, act_dtype, kv_dtype, emulate,
-                    set, gpu_set, gpu_file)
-        ctx = input + output
-        rep = memory_report(dep.model, dep.gpu, dep.dtypes, dep.par, batch, ctx, step_tokens=batch * input)
-        out = {**rep.to_dict(), "batch": batch, "context": ctx,
-               "max_batch_at_context": int(max_batch(dep.model, dep.gpu, dep.dtypes, dep.par, ctx)),
-               "max_context_at_batch": max_context(dep.model, dep.gpu, dep.dtypes, dep.par, batch)}
-        if json:
-            return print_json(out)
-        t = Table(title=f"Memory per GPU: {dep.model.name} on {dep.label()}, batch {batch} x {ctx} tokens")
-        t.add_column("part")
-        t.add_column("GB (1e9 B)", justify="right")
-        t.add_column("GiB (2^30 B)", justify="right")
-        for k in ("weights", "kv_cache", "activations", "reserve", "total", "capacity"):
-            t.add_row(k, f"{out[k] / 1e9:,.2f}", f"{out[k] / 2**30:,.2f}")
-        console.print(t)
-        console.print(f"{'fits' if out['fits'] else 'DOES NOT FIT'}; max batch at {ctx} tokens: "
-                      f"{out['max_batch_at_context']}; max context at batch {batch}: {out['max_context_at_batch']:,} tokens",
-                      highlight=False)
-    run(body)
+@deployment_command("memory", "Memory per GPU (weights, KV, activations, reserve), fit, max batch and max context.")
+def memory(dep: Deployment, batch: int, input: int, output: int, json: bool) -> None:
+    ctx = input + output
+    rep = memory_report(dep.model, dep.gpu, dep.dtypes, dep.par, batch, ctx, step_tokens=batch * input)
+    out = {**rep.to_dict(), "batch": batch, "context": ctx,
+           "max_batch_at_context": int(max_batch(dep.model, dep.gpu, dep.dtypes, dep.par, ctx)),
+           "max_context_at_batch": max_context(dep.model, dep.gpu, dep.dtypes, dep.par, batch)}
+    if json:
+        return print_json(out)
+    t = Table(title=f"Memory per GPU: {dep.model.name} on {dep.label()}, batch {batch} x {ctx} tokens")
+    t.add_column("part")
+    t.add_column("GB (1e9 B)", justify="right")
+    t.add_column("GiB (2^30 B)", justify="right")
+    for k in ("weights", "kv_cache", "activations", "reserve", "total", "capacity"):
+        t.add_row(k, f"{out[k] / 1e9:,.2f}", f"{out[k] / 2**30:,.2f}")
+    console.print(t)
+    console.print(f"{'fits' if out['fits'] else 'DOES NOT FIT'}; max batch at {ctx} tokens: "
+                  f"{out['max_batch_at_context']}; max context at batch {batch}: {out['max_context_at_batch']:,} tokens",
+                  highlight=False)

@@ -240,7 +240,11 @@ def _moe(raw: dict, family: str, n_layers: int):
     elif family in ("llama4_text", "llama4"):
         shared_n, shared_ff = 1, int(raw["intermediate_size"])
         step = int(raw.get("interleave_moe_layer_step", 1))
-        is_moe = lambda i: (i + 1) % step == 0  # noqa: E731
+        if raw.get("moe_layers") is not None:  # explicit list wins (transformers Llama4TextConfig)
+            listed = {int(i) for i in raw["moe_layers"]}
+            is_moe = lambda i: i in listed  # noqa: E731
+        else:
+            is_moe = lambda i: (i + 1) % step == 0  # noqa: E731
     elif family in ("qwen2_moe", "qwen3_moe"):
         if raw.get("shared_expert_intermediate_size"):
             shared_n, shared_ff = 1, int(raw["shared_expert_intermediate_size"])
@@ -269,7 +273,13 @@ def _windows(raw: dict, family: str, n: int) -> list[tuple[str, int | None]]:
         return [(kinds[t], None if t == "full_attention" else
                  (chunk if t == "chunked_attention" else sw)) for t in types]
     if family in ("llama4_text", "llama4") and raw.get("attention_chunk_size"):
-        rope = raw.get("no_rope_layers") or [1] * n
+        # transformers' Llama4TextConfig: no_rope_layers[i] = 1 marks a RoPE layer (chunked attention),
+        # 0 a NoPE layer (full attention); absent or empty, every no_rope_layer_interval-th layer
+        # (default 4) is NoPE: int((i + 1) % interval != 0)
+        interval = int(raw.get("no_rope_layer_interval") or 4)
+        rope = raw.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(n)]
+        if len(rope) != n:
+            raise ConfigError(f"no_rope_layers has {len(rope)} entries, num_hidden_layers={n}")
         return [("chunked", int(raw["attention_chunk_size"])) if rope[i] else ("full", None) for i in range(n)]
     if family in ("gemma2", "gemma3_text") and sw:
         return [("window", int(sw)) if i % 2 == 0 else ("full", None) for i in range(n)]

@@ -4,7 +4,8 @@ Counts follow the HF ``transformers`` module shapes: attention q/k/v/o (or MLA's
 projections), MLP (gated: 3·d·ff, plain: 2·d·ff), experts (E routed + shared), router (d·E),
 norms, embeddings and LM head. "Active" counts what one token touches: all but the (E-k) routed
 experts it skips, and without the input embedding table (a row lookup, no matmul; this is the
-convention of the gpt-oss model card: 5.13B active = attention + 4/128 of MLP + unembedding).
+convention of the gpt-oss model card: 5.13B active = attention + 4/128 of MLP + unembedding). A table
+tied to the LM head is the unembedding matmul, so it stays in the active count.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ class ParamCount:
     norms: int
     mtp: int
     active_routed: float
+    tied: bool = False
+    position_embedding: int = 0
 
     @property
     def total(self) -> int:
@@ -35,9 +38,15 @@ class ParamCount:
                 + self.shared_experts + self.router + self.norms)
 
     @property
+    def lookup_only(self) -> int:
+        """Embedding parameters only read by row lookup: the token table when it is not tied to the
+        LM head (a tied table is the unembedding matmul too), plus any learned position table."""
+        return self.position_embedding if self.tied else self.embedding
+
+    @property
     def active(self) -> float:
-        """Parameters one token touches: total less skipped experts and the embedding table."""
-        return self.total - self.routed_experts + self.active_routed - self.embedding
+        """Parameters one token touches: total less skipped experts and the lookup-only embedding."""
+        return self.total - self.routed_experts + self.active_routed - self.lookup_only
 
     def to_dict(self) -> dict:
         return {**asdict(self), "total": self.total, "active": self.active}
@@ -99,4 +108,5 @@ def count_params(m: ModelSpec) -> ParamCount:
         embedding=m.vocab_size * d + m.learned_positions * d,
         lm_head=0 if m.tie_embeddings else m.vocab_size * d,
         attention=attn, dense_mlp=dense, routed_experts=routed, shared_experts=shared, router=router,
-        norms=norms, mtp=mtp, active_routed=active_routed)
+        norms=norms, mtp=mtp, active_routed=active_routed, tied=m.tie_embeddings,
+        position_embedding=m.learned_positions * d)

@@ -1,0 +1,14 @@
+"""Shared fixtures: an environment that cannot leak into the tests, and small helpers.
+
+- No user hardware files from the environment, and an empty HuggingFace cache, so results depend on
+  the bundled data only.
+"""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path_factory):
+    monkeypatch.delenv("INFERBOUND_HARDWARE_PATH", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home_empty")))
