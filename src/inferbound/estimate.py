@@ -6,7 +6,9 @@ and then decodes output_len − 1 further steps together, step j seeing S + j ca
     TTFT = t_prefill(B, S)
     TPOT = (1/(N−1)) Σ_{j=1}^{N−1} t_decode(B, S + j)        (N = output_len)
     end-to-end = TTFT + (N − 1)·TPOT
-    output tok/s = B·N / end-to-end;  per GPU: / GPUs;  per user: 1 / TPOT
+    output tok/s = R·B·N / end-to-end  (R data-parallel replicas, each running the batch B);
+    per GPU: / GPUs;  per user: 1 / TPOT
+    energy and cost: energy.py (power from each step's compute and HBM utilization)
 
 Decode time is piecewise linear in the context, so the sum is taken exactly for N ≤ 65 and by a
 32-point midpoint rule otherwise (error far below the model's own).
@@ -20,6 +22,7 @@ import numpy as np
 from . import steps
 from .config import Dtypes, Parallelism
 from .deployment import Deployment, make_deployment
+from .energy import energy_summary, step_power_w
 from .memory import MemoryReport, max_batch, memory_report
 from .roofline import StepCost
 
@@ -61,11 +64,13 @@ class Estimate:
     decode_gemm_compute_bound_batch: int | None
     decode_without_kv_cache_s: float
     max_batch_at_context: int
+    replicas: int = 1
+    energy: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     @property
     def output_tok_s(self) -> float:
-        return self.batch * self.output_len / self.e2e_s
+        return self.replicas * self.batch * self.output_len / self.e2e_s
 
     @property
     def output_tok_s_per_gpu(self) -> float:
@@ -77,7 +82,7 @@ class Estimate:
 
     @property
     def prefill_tok_s(self) -> float:
-        return self.batch * self.input_len / self.ttft_s
+        return self.replicas * self.batch * self.input_len / self.ttft_s
 
     def to_dict(self) -> dict:
         return {
@@ -94,8 +99,8 @@ class Estimate:
             "decode_compute_bound_batch": self.decode_compute_bound_batch,
             "decode_gemm_compute_bound_batch": self.decode_gemm_compute_bound_batch,
             "decode_without_kv_cache_ms": self.decode_without_kv_cache_s * 1e3,
-            "max_batch_at_context": self.max_batch_at_context,
-            "warnings": list(self.warnings),
+            "max_batch_at_context": self.max_batch_at_context, "replicas": self.replicas,
+            "energy": dict(self.energy), "warnings": list(self.warnings),
         }
 
 
@@ -189,6 +194,12 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
     no_cache = steps.no_kv_cache_decode_time(m, g, dt, par, cdt, batch, input_len, output_len)
+    n_dec = output_len - 1
+    prefill_j = float(step_power_w(g, cdt, pre)) * ttft * dep.num_gpus
+    decode_j = float(np.mean(step_power_w(g, cdt, dec) * dec.time)) * n_dec * dep.num_gpus
+    reps = par.replicas
+    energy = energy_summary(g, dep.num_gpus, prefill_j, decode_j, e2e, ttft,
+                            input_tokens=reps * batch * input_len, output_tokens=reps * batch * output_len)
     return Estimate(
         model=m.name, gpu=g.id, num_gpus=dep.num_gpus, parallelism=par, dtypes=dt, compute_dtype=cdt,
         batch=batch, input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
@@ -197,4 +208,5 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         memory=mem, decode_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid),
         decode_gemm_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid, gemm_only=True),
         decode_without_kv_cache_s=no_cache,
-        max_batch_at_context=int(max_batch(m, g, dt, par, input_len + output_len)), warnings=warnings)
+        max_batch_at_context=int(max_batch(m, g, dt, par, input_len + output_len)), replicas=reps,
+        energy=energy, warnings=warnings)

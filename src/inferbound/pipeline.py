@@ -55,7 +55,7 @@ def _regroup(layers: list[LayerGroup]) -> list[LayerGroup]:
 
 
 def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: str, batch, new, past,
-              phase: str) -> StepCost:
+              phase: str, logits_per_seq: float = 1) -> StepCost:
     """Time of one step (prefill, decode or mixed) of ``batch`` sequences on the whole deployment."""
     pricer = comm_pricer(gpu, par)
     imb = gpu.efficiency.moe_imbalance
@@ -64,12 +64,12 @@ def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: st
         return price_step(ops, gpu, compute_dtype, dt.kv_dtype, pricer, par.comm_overlap)
 
     if par.pp == 1:
-        return price(forward_ops(m, dt, par, batch, new, past, moe_imbalance=imb))
+        return price(forward_ops(m, dt, par, batch, new, past, logits_per_seq, moe_imbalance=imb))
     batch = np.asarray(batch, dtype=float)
     mb = np.minimum(batch, par.pp) if par.microbatches is None else np.minimum(batch, par.microbatches)
     b = batch / mb
     stages = stage_layers(m, par)
-    costs = [price(forward_ops(m, dt, par, b, new, past, layers=layers, first=i == 0,
+    costs = [price(forward_ops(m, dt, par, b, new, past, logits_per_seq, layers=layers, first=i == 0,
                                last=i == len(stages) - 1, moe_imbalance=imb))
              for i, layers in enumerate(stages)]
     times = np.stack(np.broadcast_arrays(*[np.asarray(c.time, dtype=float) for c in costs]))

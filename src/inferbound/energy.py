@@ -1,0 +1,68 @@
+"""Power, energy and cost.
+
+Power of one GPU during a step of length t that performs F FLOPs and moves B bytes of HBM traffic
+(u_c = F/(t·P_peak), u_m = B/(t·W_peak), both clipped to [0, 1]; coefficients in data/efficiency.yaml):
+
+    P = min(TDP, P_idle + P_compute·u_c + P_memory·u_m)
+
+Energy = P·t per GPU; joules per output token = GPUs·Σ P·t / output tokens; tokens per joule is its
+inverse (= tokens/s per watt). Cost from the rental price: $/s = GPUs·price_per_hour/3600, so
+$ per million output tokens = 1e6·($/s)/(output tok/s); input tokens are charged their prefill time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .hardware import GPU
+from .roofline import StepCost
+
+
+def step_flops_bytes(cost: StepCost):
+    """FLOPs and HBM bytes one GPU performs in a priced step (all operator instances)."""
+    flops = sum(np.asarray(p.op.flops, dtype=float) * p.op.count for p in cost.ops if p.op.kind != "collective")
+    moved = sum(np.asarray(p.op.bytes, dtype=float) * p.op.count for p in cost.ops if p.op.kind != "collective")
+    return flops, moved
+
+
+def power_w(gpu: GPU, compute_dtype: str, flops, moved, seconds):
+    """Average power of one GPU (W) over ``seconds`` doing ``flops`` and moving ``moved`` bytes."""
+    t = np.maximum(np.asarray(seconds, dtype=float), 1e-30)
+    u_c = np.clip(np.asarray(flops, dtype=float) / (t * gpu.peak_flops[compute_dtype]), 0, 1)
+    u_m = np.clip(np.asarray(moved, dtype=float) / (t * gpu.hbm_bw), 0, 1)
+    p = gpu.power
+    return np.minimum(p.tdp_w, p.idle_w + p.compute_w * u_c + p.memory_w * u_m)
+
+
+def step_power_w(gpu: GPU, compute_dtype: str, cost: StepCost):
+    flops, moved = step_flops_bytes(cost)
+    return power_w(gpu, compute_dtype, flops, moved, cost.time)
+
+
+def dollars_per_second(gpu: GPU, num_gpus: int) -> float | None:
+    return None if gpu.price_per_hour is None else gpu.price_per_hour * num_gpus / 3600.0
+
+
+def per_million(dollars_per_s: float | None, tokens_per_s: float) -> float | None:
+    """Dollars per million tokens at ``tokens_per_s`` (None without a price)."""
+    if dollars_per_s is None or tokens_per_s <= 0:
+        return None
+    return dollars_per_s / tokens_per_s * 1e6
+
+
+def energy_summary(gpu: GPU, num_gpus: int, prefill_j: float, decode_j: float, seconds: float,
+                   prefill_s: float, input_tokens: float, output_tokens: float) -> dict:
+    """Joules, tokens per joule, average power and $/M tokens of a run (all GPUs of the deployment)."""
+    total_j = prefill_j + decode_j
+    dps = dollars_per_second(gpu, num_gpus)
+    return {
+        "energy_j": total_j, "prefill_energy_j": prefill_j, "decode_energy_j": decode_j,
+        "joules_per_output_token": total_j / output_tokens if output_tokens else None,
+        "decode_joules_per_output_token": decode_j / output_tokens if output_tokens else None,
+        "prefill_joules_per_input_token": prefill_j / input_tokens if input_tokens else None,
+        "output_tokens_per_joule": output_tokens / total_j if total_j else None,
+        "average_power_w": total_j / seconds if seconds else None,
+        "average_power_per_gpu_w": total_j / seconds / num_gpus if seconds else None,
+        "usd_per_hour": None if dps is None else dps * 3600,
+        "usd_per_million_output_tokens": per_million(dps, output_tokens / seconds if seconds else 0),
+        "usd_per_million_input_tokens": per_million(dps, input_tokens / prefill_s if prefill_s else 0),
+    }

@@ -1,0 +1,95 @@
+"""Fast step-time model for schedulers: the engine's prices, tabulated once per deployment.
+
+A serving step runs D decoding sequences (contexts c_i) and prefill chunks (sequence j adds n_j
+tokens after p_j cached ones): T = D + Σ n_j tokens. Its time splits into
+
+- everything but attention (GEMMs, experts, norms, collectives, pipeline, overheads), which depends
+  only on T: tabulated as G(T) = step_cost(batch=T, new=1, past=0, no logits) for T = 0..max_tokens
+  (one vectorized call through the same operators and pricing engine as ``estimate``), plus the LM
+  head for the S = D + chunks sequences sampled, G_logits(S) − G(S);
+- attention, per layer group g: F_g = f_g·(pairs) FLOPs and B_g = b_g·(cached tokens) + a_g·T bytes,
+  where decode adds pairs = cached = min(c_i + 1, W_g) per sequence and a chunk adds
+  pairs = attended_pairs(p_j, n_j, W_g), cached = min(p_j + n_j, W_g). The coefficients are read off
+  the attention operator itself; the group's time is count·max(F/(P·e_c), B/(W·e_m)).
+
+With pp stages and m = min(D + chunks, pp) micro-batches, attention adds A/m (see pipeline.py).
+Power per step follows energy.py from the step's FLOPs and bytes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import steps
+from .deployment import Deployment
+from .energy import power_w, step_flops_bytes
+from .operators import attended_pairs, layer_ops, _merged_groups
+from .roofline import attention_dtype, compute_eff
+
+
+class StepModel:
+    def __init__(self, dep: Deployment, max_tokens: int):
+        self.dep = dep
+        m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
+        self.max_tokens = int(max_tokens)
+        t = np.arange(self.max_tokens + 1, dtype=float)
+        tables = []
+        for logits in (0, 1):  # without and with one row of logits per token
+            cost = steps.step_cost(m, g, dt, par, cdt, np.maximum(t, 1), 1, 0, "decode", logits_per_seq=logits)
+            flops, moved = step_flops_bytes(cost)
+            tables.append([np.broadcast_to(np.asarray(x, dtype=float), t.shape).copy()
+                           for x in (cost.time, flops, moved)])
+        (self.base_time, self.base_flops, self.base_bytes), with_logits = tables
+        # logits (LM head + gather) cost as a function of sequences sampled: G1(S) − G0(S)
+        self.logit_time, self.logit_flops, self.logit_bytes = (w - b for w, b in zip(
+            with_logits, (self.base_time, self.base_flops, self.base_bytes)))
+        att = attention_dtype(g, cdt, dt.kv_dtype)
+        self._peak = g.peak_flops[att] * compute_eff(g, att)
+        self._bw = g.hbm_bw * g.efficiency.memory
+        self.groups = []  # (count, window, f_decode, f_prefill, b_cached, a_token)
+        for grp in _merged_groups(m):
+            if par.pp > 1:
+                grp = grp.model_copy(update={"count": grp.count})
+            def att_op(batch, new, past):
+                return next(o for o in layer_ops(m, grp, dt, par, batch / par.attention_groups, new, past)
+                            if o.name == "attention")
+            d0, d1 = att_op(1.0, 1, 0), att_op(1.0, 1, 1)
+            f_dec = float(d1.flops - d0.flops)  # per extra pair (decode), = per cached token
+            b_cached = float(d1.kv_bytes - d0.kv_bytes)
+            a_tok = float(d0.act_bytes)
+            p2 = att_op(1.0, 2, 0)
+            f_pre = float(p2.flops) / float(attended_pairs(0, 2, grp.window if grp.attention != "full" else None))
+            self.groups.append((grp.count, grp.window if grp.attention != "full" else None, f_dec, f_pre,
+                                b_cached, a_tok))
+        self.pp = par.pp
+
+    def _attention(self, dec_ctx: np.ndarray, chunks):
+        """(seconds, FLOPs, bytes) of attention for decode contexts and (past, new) chunks."""
+        total_t = total_f = total_b = 0.0
+        n_tok = float(dec_ctx.size) + sum(n for _, n in chunks)
+        for count, window, f_dec, f_pre, b_cached, a_tok in self.groups:
+            cached_dec = float(np.minimum(dec_ctx + 1, window).sum()) if window else float(dec_ctx.sum() + dec_ctx.size)
+            flops = f_dec * cached_dec
+            cached = cached_dec
+            for past, new in chunks:
+                flops += f_pre * float(attended_pairs(past, new, window))
+                cached += min(past + new, window) if window else past + new
+            moved = b_cached * cached + a_tok * n_tok
+            total_t += count * max(flops / self._peak, moved / self._bw)
+            total_f += count * flops
+            total_b += count * moved
+        return total_t, total_f, total_b
+
+    def step(self, dec_ctx, chunks=()) -> tuple[float, float]:
+        """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``."""
+        dec_ctx = np.asarray(dec_ctx, dtype=float)
+        tokens = int(dec_ctx.size + sum(n for _, n in chunks))
+        if tokens > self.max_tokens:
+            raise ValueError(f"step of {tokens} tokens exceeds the tabulated max_tokens={self.max_tokens}")
+        seqs = dec_ctx.size + len(chunks)
+        mb = max(1, min(seqs, self.pp))
+        a_t, a_f, a_b = self._attention(dec_ctx, chunks)
+        t = self.base_time[tokens] + self.logit_time[seqs] + a_t / mb
+        watts = power_w(self.dep.gpu, self.dep.compute_dtype,
+                        self.base_flops[tokens] + self.logit_flops[seqs] + a_f,
+                        self.base_bytes[tokens] + self.logit_bytes[seqs] + a_b, t)
+        return float(t), float(watts)

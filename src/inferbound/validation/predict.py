@@ -1,0 +1,87 @@
+"""Predict every measured row with the scenario it states; rows that cannot be predicted say why.
+
+One prediction per distinct setup (all metrics of a run share it). Blank dtypes follow the schema:
+weights default to bf16, activations to the weight format when that is a compute format (else bf16),
+the KV cache to the activations. ``num_gpus`` beyond tp·pp is data parallel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..deployment import Deployment, make_deployment
+from ..estimate import estimate
+from ..memory import weight_bytes_per_gpu
+from .dataset import Row
+
+
+@dataclass
+class Prediction:
+    row: Row
+    predicted: float | None
+    reason: str = ""  # why not covered
+
+    @property
+    def covered(self) -> bool:
+        return self.predicted is not None
+
+    @property
+    def error(self) -> float | None:
+        """Signed relative error (predicted − measured) / measured."""
+        return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
+
+
+def deployment_for(row: Row, calibration=None) -> Deployment:
+    weight = row.weight_dtype or "bf16"
+    act = row.act_dtype or (weight if weight in ("bf16", "fp16", "fp8") else "bf16")
+    if row.num_gpus % (row.tp * row.pp):
+        raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
+    dp = row.num_gpus // (row.tp * row.pp)
+    dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
+                          ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
+                          weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype)
+    if calibration is not None:
+        dep = calibration.apply(dep, row)
+    return dep
+
+
+def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
+    """Metrics of a static batch run (TensorRT-LLM v0.9 tables, gpt-fast, llama.cpp)."""
+    e = estimate(dep, batch=row.batch_size, input_len=row.input_len, output_len=row.output_len)
+    replicas = dep.par.replicas
+    return {
+        "output_tok_s": e.output_tok_s, "output_tok_s_per_gpu": e.output_tok_s_per_gpu,
+        "total_tok_s": e.batch * (e.input_len + e.output_len) / e.e2e_s * replicas,
+        "requests_per_s": e.batch / e.e2e_s * replicas, "ttft_ms": e.ttft_s * 1e3, "itl_ms": e.tpot_s * 1e3,
+        "tok_s_per_user": e.tok_s_per_user, "prefill_tok_s": e.prefill_tok_s,
+        "achieved_mem_bw_gbps": weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par) / e.tpot_s / 1e9,
+    }
+
+
+#: scenario -> function(deployment, row) -> {metric: value}; workloads register theirs
+PREDICTORS: dict[str, Callable[[Deployment, Row], dict[str, float]]] = {"static_batch": predict_static}
+
+
+def predict_rows(rows: list[Row], calibration=None, progress=None) -> list[Prediction]:
+    """Predictions for every row, in input order; ``progress(n_done, n_total)`` is called per setup."""
+    by_setup: dict[tuple, list[Row]] = {}
+    for r in rows:
+        by_setup.setdefault(r.setup_key, []).append(r)
+    out: dict[str, Prediction] = {}
+    for i, group in enumerate(by_setup.values()):
+        first = group[0]
+        try:
+            predictor = PREDICTORS.get(first.scenario)
+            if predictor is None:
+                raise ValueError(f"scenario={first.scenario!r} has no predictor")
+            values = predictor(deployment_for(first, calibration), first)
+            for r in group:
+                out[id(r)] = Prediction(r, float(values[r.metric])) if r.metric in values else \
+                    Prediction(r, None, f"metric={r.metric!r} not predicted for scenario {r.scenario}")
+        except (ValueError, KeyError) as e:
+            reason = e.args[0] if e.args else str(e)
+            for r in group:
+                out[id(r)] = Prediction(r, None, str(reason))
+        if progress:
+            progress(i + 1, len(by_setup))
+    return [out[id(r)] for r in rows]
