@@ -127,9 +127,6 @@ def test_tpot_is_the_mean_decode_step_within_the_run(est8):
     assert float(lo) < est8.tpot_s < float(hi)      # decode time grows with the cache
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (estimate.decode_contexts): decode step j (j = 1..N-1) runs "
-                   "after S + j - 1 cached tokens (the prompt plus the j - 1 tokens fed back before it), "
-                   "the code prices it at S + j: every decode step is one token of context too long")
 def test_tpot_averages_the_exact_decode_contexts():
     s, n = 512, 5
     dep = make_deployment(model="llama-3.1-8b", gpu="h100_sxm")

@@ -114,9 +114,6 @@ def test_sliding_window_caps_attention():
     assert total(ops, "kv_bytes", kind="attention") == 32 * 4096 * 2 * 8 * 128 * 2
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (operators.py): chunked attention (Llama 4) is priced as a "
-                   "sliding window, min(t, chunk) pairs per token; a token only sees its own chunk, "
-                   "((t-1) mod chunk) + 1 tokens, so FLOPs and KV reads are overcounted up to 2x on average")
 def test_chunked_attention_sees_only_its_chunk():
     m = load_model("llama-4-scout-17b-16e-instruct")
     # decode after 2 x 8192 cached tokens: the new token (position 16385) opens the third chunk and

@@ -4,7 +4,8 @@ A static batch of B prompts of S tokens prefills together (one step of B·S toke
 and then decodes output_len − 1 further steps together, step j seeing S + j cached tokens:
 
     TTFT = t_prefill(B, S)
-    TPOT = (1/(N−1)) Σ_{j=1}^{N−1} t_decode(B, S + j)        (N = output_len)
+    TPOT = (1/(N−1)) Σ_{j=1}^{N−1} t_decode(B, S + j − 1)    (N = output_len; step j feeds output
+                                                              token j with S + j − 1 tokens cached)
     end-to-end = TTFT + (N − 1)·TPOT
     output tok/s = R·B·N / end-to-end  (R data-parallel replicas, each running the batch B);
     per GPU: / GPUs;  per user: 1 / TPOT
@@ -110,8 +111,8 @@ def decode_contexts(input_len: int, output_len: int) -> np.ndarray:
     if n <= 0:
         return np.array([float(input_len)])
     if n <= 64:
-        return input_len + np.arange(1, n + 1, dtype=float)
-    return input_len + 1 + (np.arange(32) + 0.5) * (n / 32) - 0.5
+        return input_len + np.arange(n, dtype=float)
+    return input_len + (np.arange(32) + 0.5) * (n / 32) - 0.5
 
 
 def _phase(cost: StepCost, label: str) -> Phase:

@@ -48,13 +48,33 @@ class Op:
         return self.weight_bytes + self.act_bytes + self.kv_bytes
 
 
-def attended_pairs(past, new, window: int | None):
-    """K_eff = Σ_{t=past+1}^{past+new} min(t, window): query-key pairs per sequence and head."""
+def _chunk_prefix(x, chunk: int):
+    """Σ_{t=1}^{x} (((t−1) mod C) + 1) = q·C(C+1)/2 + r(r+1)/2 with x = q·C + r."""
+    q, r = np.floor_divide(x, chunk), np.mod(x, chunk)
+    return q * chunk * (chunk + 1) / 2 + r * (r + 1) / 2
+
+
+def attended_pairs(past, new, window: int | None, chunked: bool = False):
+    """Query-key pairs per sequence and head for tokens past+1 .. past+new.
+
+    full: Σ t;  sliding window W: Σ min(t, W);  chunked attention (Llama 4, chunk C): a token sees only
+    its own chunk, Σ (((t−1) mod C) + 1).
+    """
     past, new = np.asarray(past, dtype=float), np.asarray(new, dtype=float)
+    if chunked:
+        return _chunk_prefix(past + new, window) - _chunk_prefix(past, window)
     if window is None:
         return new * past + new * (new + 1) / 2
     n_in = np.clip(window - past, 0, new)  # new tokens whose position is still within the window
     return n_in * past + n_in * (n_in + 1) / 2 + (new - n_in) * window
+
+
+def attention_reads(g: LayerGroup, length):
+    """Cached tokens an attention kernel reads for a sequence of ``length`` tokens: all of them, the
+    last W (sliding window), or those of the current chunk, ((L−1) mod C) + 1 (chunked)."""
+    if g.attention == "chunked":
+        return np.mod(np.asarray(length, dtype=float) - 1, g.window) + 1
+    return cached_tokens(g, length)
 
 
 def experts_touched(tokens, num_experts: int, top_k: int):
@@ -137,8 +157,8 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, 
     ops.append(Op("attn_qkv", "gemm", g.count, flops=2 * tokens * qkv_params,
                   weight_bytes=qkv_params * wb, act_bytes=tokens * (d + qkv_out) * ab,
                   kv_bytes=tokens * kv_vals * kvb, group=label))
-    pairs = batch * attended_pairs(past, new, g.window if g.attention != "full" else None)
-    cached = batch * cached_tokens(g, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
+    pairs = batch * attended_pairs(past, new, g.window if g.attention != "full" else None, g.attention == "chunked")
+    cached = batch * attention_reads(g, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
     ops.append(Op("attention", "attention", g.count, flops=2 * h_loc * (d_qk + d_v) * pairs,
                   act_bytes=2 * tokens * attn_out_width / tp * ab,
                   kv_bytes=cached * kv_vals * kvb, group=label))

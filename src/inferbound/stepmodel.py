@@ -22,7 +22,7 @@ import numpy as np
 from . import steps
 from .deployment import Deployment
 from .energy import power_w, step_flops_bytes
-from .operators import attended_pairs, layer_ops, _merged_groups
+from .operators import _merged_groups, attended_pairs, attention_reads, layer_ops
 from .roofline import attention_dtype, compute_eff
 
 
@@ -47,8 +47,6 @@ class StepModel:
         self._bw = g.hbm_bw * g.efficiency.memory
         self.groups = []  # (count, window, f_decode, f_prefill, b_cached, a_token)
         for grp in _merged_groups(m):
-            if par.pp > 1:
-                grp = grp.model_copy(update={"count": grp.count})
             def att_op(batch, new, past):
                 return next(o for o in layer_ops(m, grp, dt, par, batch / par.attention_groups, new, past)
                             if o.name == "attention")
@@ -58,25 +56,25 @@ class StepModel:
             a_tok = float(d0.act_bytes)
             p2 = att_op(1.0, 2, 0)
             f_pre = float(p2.flops) / float(attended_pairs(0, 2, grp.window if grp.attention != "full" else None))
-            self.groups.append((grp.count, grp.window if grp.attention != "full" else None, f_dec, f_pre,
-                                b_cached, a_tok))
+            self.groups.append((grp, f_dec, f_pre, b_cached, a_tok))
         self.pp = par.pp
 
     def _attention(self, dec_ctx: np.ndarray, chunks):
         """(seconds, FLOPs, bytes) of attention for decode contexts and (past, new) chunks."""
         total_t = total_f = total_b = 0.0
         n_tok = float(dec_ctx.size) + sum(n for _, n in chunks)
-        for count, window, f_dec, f_pre, b_cached, a_tok in self.groups:
-            cached_dec = float(np.minimum(dec_ctx + 1, window).sum()) if window else float(dec_ctx.sum() + dec_ctx.size)
+        for grp, f_dec, f_pre, b_cached, a_tok in self.groups:
+            window = grp.window if grp.attention != "full" else None
+            cached_dec = float(attention_reads(grp, dec_ctx + 1).sum())  # decode: pairs == cached tokens
             flops = f_dec * cached_dec
             cached = cached_dec
             for past, new in chunks:
-                flops += f_pre * float(attended_pairs(past, new, window))
-                cached += min(past + new, window) if window else past + new
+                flops += f_pre * float(attended_pairs(past, new, window, grp.attention == "chunked"))
+                cached += float(attention_reads(grp, past + new))
             moved = b_cached * cached + a_tok * n_tok
-            total_t += count * max(flops / self._peak, moved / self._bw)
-            total_f += count * flops
-            total_b += count * moved
+            total_t += grp.count * max(flops / self._peak, moved / self._bw)
+            total_f += grp.count * flops
+            total_b += grp.count * moved
         return total_t, total_f, total_b
 
     def step(self, dec_ctx, chunks=()) -> tuple[float, float]:

@@ -31,7 +31,7 @@ class Prediction:
         return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
 
 
-def deployment_for(row: Row, calibration=None) -> Deployment:
+def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     weight = row.weight_dtype or "bf16"
     act = row.act_dtype or (weight if weight in ("bf16", "fp16", "fp8") else "bf16")
     if row.num_gpus % (row.tp * row.pp):
@@ -39,7 +39,7 @@ def deployment_for(row: Row, calibration=None) -> Deployment:
     dp = row.num_gpus // (row.tp * row.pp)
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
-                          weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype)
+                          weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files)
     if calibration is not None:
         dep = calibration.apply(dep, row)
     return dep
@@ -62,7 +62,7 @@ def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
 PREDICTORS: dict[str, Callable[[Deployment, Row], dict[str, float]]] = {"static_batch": predict_static}
 
 
-def predict_rows(rows: list[Row], calibration=None, progress=None) -> list[Prediction]:
+def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=None) -> list[Prediction]:
     """Predictions for every row, in input order; ``progress(n_done, n_total)`` is called per setup."""
     by_setup: dict[tuple, list[Row]] = {}
     for r in rows:
@@ -74,7 +74,7 @@ def predict_rows(rows: list[Row], calibration=None, progress=None) -> list[Predi
             predictor = PREDICTORS.get(first.scenario)
             if predictor is None:
                 raise ValueError(f"scenario={first.scenario!r} has no predictor")
-            values = predictor(deployment_for(first, calibration), first)
+            values = predictor(deployment_for(first, calibration, gpu_files), first)
             for r in group:
                 out[id(r)] = Prediction(r, float(values[r.metric])) if r.metric in values else \
                     Prediction(r, None, f"metric={r.metric!r} not predicted for scenario {r.scenario}")
