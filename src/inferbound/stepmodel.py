@@ -77,6 +77,36 @@ class StepModel:
             total_b += grp.count * moved
         return total_t, total_f, total_b
 
+    def uniform(self, dec_seqs, dec_ctx, pre_seqs, pre_new, pre_past=0):
+        """Vectorized (seconds, watts) of steps with ``dec_seqs`` sequences decoding at ``dec_ctx`` and
+        ``pre_seqs`` prompts adding ``pre_new`` tokens after ``pre_past`` (counts may be fractional:
+        steady-state averages). Same formulas as :meth:`step`, tables interpolated in T and S."""
+        dec_seqs, dec_ctx = np.asarray(dec_seqs, dtype=float), np.asarray(dec_ctx, dtype=float)
+        pre_seqs, pre_new = np.asarray(pre_seqs, dtype=float), np.asarray(pre_new, dtype=float)
+        tokens = dec_seqs + pre_seqs * pre_new
+        seqs = dec_seqs + pre_seqs
+        if np.any(tokens > self.max_tokens):
+            raise ValueError(f"steps of up to {float(np.max(tokens)):.0f} tokens exceed max_tokens={self.max_tokens}")
+        grid = np.arange(self.max_tokens + 1, dtype=float)
+        def table(x, at):
+            return np.interp(at, grid, x)
+        a_t = a_f = a_b = 0.0
+        for grp, f_dec, f_pre, b_cached, a_tok in self.groups:
+            window = grp.window if grp.attention != "full" else None
+            cached = dec_seqs * attention_reads(grp, dec_ctx + 1)
+            flops = f_dec * cached + f_pre * pre_seqs * attended_pairs(pre_past, pre_new, window,
+                                                                         grp.attention == "chunked")
+            cached = cached + pre_seqs * attention_reads(grp, np.asarray(pre_past) + pre_new)
+            moved = b_cached * cached + a_tok * tokens
+            a_t = a_t + grp.count * np.maximum(flops / self._peak, moved / self._bw)
+            a_f, a_b = a_f + grp.count * flops, a_b + grp.count * moved
+        mb = np.maximum(1.0, np.minimum(seqs, self.pp))
+        t = table(self.base_time, tokens) + table(self.logit_time, seqs) + a_t / mb
+        watts = power_w(self.dep.gpu, self.dep.compute_dtype,
+                        table(self.base_flops, tokens) + table(self.logit_flops, seqs) + a_f,
+                        table(self.base_bytes, tokens) + table(self.logit_bytes, seqs) + a_b, t)
+        return t, watts
+
     def step(self, dec_ctx, chunks=()) -> tuple[float, float]:
         """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``."""
         dec_ctx = np.asarray(dec_ctx, dtype=float)

@@ -27,6 +27,8 @@ PpSplit = Annotated[str | None, typer.Option("--pp-split", help="layers per stag
 Microbatches = Annotated[int | None, typer.Option("--microbatches", help="pipeline micro-batches (default min(batch, pp))")]
 CollectiveAlgo = Annotated[str, typer.Option("--collective-algo", help="auto ring tree oneshot twoshot nvls")]
 CommOverlap = Annotated[float, typer.Option("--comm-overlap", help="share of collective time hidden behind compute (0-1)")]
+Scenario = Annotated[str, typer.Option("--scenario", help="static (one batch) or max-throughput (offline, in-flight batching)")]
+Requests = Annotated[int, typer.Option("--requests", help="requests issued (max-throughput)")]
 Batch = Annotated[int, typer.Option("--batch", help="sequences in the static batch")]
 Input = Annotated[int, typer.Option("--input", help="prompt tokens per request")]
 Output = Annotated[int, typer.Option("--output", help="generated tokens per request")]

@@ -1,6 +1,8 @@
 """``inferbound estimate``, ``roofline`` and ``memory``: one deployment, explained."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from rich.table import Table
 
@@ -9,50 +11,85 @@ from ..deployment import Deployment, make_deployment
 from ..estimate import Estimate, decode_contexts, estimate as run_estimate
 from ..memory import max_batch, max_context, memory_report
 from ..roofline import ridge_point
+from ..workloads import max_throughput
 from . import app
 from .common import (ActDtype, AttentionDp, Batch, CollectiveAlgo, CommOverlap, Dp, Emulate, Ep, Gpu, GpuFile,
                      GpuSet, Input, Json, KvDtype, Microbatches, Model, Nodes, NumGpus, Output, Pp, PpSplit,
-                     SequenceParallel, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
+                     Requests, Scenario, SequenceParallel, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
 
 DEFAULT_MODEL = "llama-3.1-8b"
 
 
-def deployment_command(name: str, doc: str):
-    """Register ``name`` with the shared deployment + static-batch options; the decorated function
-    receives (deployment, batch, input_len, output_len, json)."""
+DEPLOYMENT_OPTIONS: list[tuple[str, object, object]] = [
+    ("model", Model, DEFAULT_MODEL), ("gpu", Gpu, "h100_sxm"), ("num_gpus", NumGpus, None), ("tp", Tp, None),
+    ("pp", Pp, 1), ("ep", Ep, 1), ("dp", Dp, 1), ("nodes", Nodes, 1), ("attention_dp", AttentionDp, False),
+    ("sequence_parallel", SequenceParallel, False), ("pp_split", PpSplit, None), ("microbatches", Microbatches, None),
+    ("collective_algo", CollectiveAlgo, "auto"), ("comm_overlap", CommOverlap, 0.0),
+    ("weight_dtype", WeightDtype, "bf16"), ("act_dtype", ActDtype, "bf16"), ("kv_dtype", KvDtype, None),
+    ("emulate", Emulate, False), ("set", Set, None), ("gpu_set", GpuSet, None), ("gpu_file", GpuFile, None),
+]
+WORKLOAD_OPTIONS = [("batch", Batch, 8), ("input", Input, 1024), ("output", Output, 256)]
+
+
+def deployment_from(o: dict) -> Deployment:
+    """Build the deployment from parsed CLI options (names as in DEPLOYMENT_OPTIONS)."""
+    split = tuple(int(x) for x in o["pp_split"].split(",")) if o.get("pp_split") else None
+    return make_deployment(
+        model=o["model"], gpu=o["gpu"], num_gpus=o["num_gpus"], tp=o["tp"], pp=o["pp"], ep=o["ep"], dp=o["dp"],
+        nodes=o["nodes"], attention_dp=o["attention_dp"], sequence_parallel=o["sequence_parallel"], pp_split=split,
+        microbatches=o["microbatches"], collective_algo=o["collective_algo"], comm_overlap=o["comm_overlap"],
+        weight_dtype=o["weight_dtype"], act_dtype=o["act_dtype"], kv_dtype=o["kv_dtype"], emulate=o["emulate"],
+        model_overrides=parse_sets(o["set"], "--set"), gpu_overrides=parse_sets(o["gpu_set"], "--gpu-set"),
+        gpu_files=o["gpu_file"])
+
+
+def deployment_command(name: str, doc: str, extra: list | None = None):
+    """Register ``name`` with the shared deployment options, the workload options, ``extra`` options and
+    --json; the decorated body receives (deployment, options dict)."""
+    spec = DEPLOYMENT_OPTIONS + WORKLOAD_OPTIONS + (extra or []) + [("json", Json, False)]
+
     def register(body):
-        def command(model: Model = DEFAULT_MODEL, gpu: Gpu = "h100_sxm", num_gpus: NumGpus = None,
-                    tp: Tp = None, pp: Pp = 1, ep: Ep = 1, dp: Dp = 1, nodes: Nodes = 1,
-                    attention_dp: AttentionDp = False, sequence_parallel: SequenceParallel = False,
-                    pp_split: PpSplit = None, microbatches: Microbatches = None,
-                    collective_algo: CollectiveAlgo = "auto", comm_overlap: CommOverlap = 0.0,
-                    batch: Batch = 8, input: Input = 1024, output: Output = 256,
-                    weight_dtype: WeightDtype = "bf16", act_dtype: ActDtype = "bf16", kv_dtype: KvDtype = None,
-                    emulate: Emulate = False, set: Set = None, gpu_set: GpuSet = None, gpu_file: GpuFile = None,
-                    json: Json = False) -> None:
-            def run_body():
-                split = tuple(int(x) for x in pp_split.split(",")) if pp_split else None
-                dep = make_deployment(
-                    model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes,
-                    attention_dp=attention_dp, sequence_parallel=sequence_parallel, pp_split=split,
-                    microbatches=microbatches, collective_algo=collective_algo, comm_overlap=comm_overlap,
-                    weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, emulate=emulate,
-                    model_overrides=parse_sets(set, "--set"), gpu_overrides=parse_sets(gpu_set, "--gpu-set"),
-                    gpu_files=gpu_file)
-                body(dep, batch, input, output, json)
-            run(run_body)
+        def command(**options) -> None:
+            run(lambda: body(deployment_from(options), options))
+        command.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a) for n, a, d in spec])
         command.__doc__ = doc
+        command.__name__ = name
         app.command(name)(command)
         return body
     return register
 
 
-@deployment_command("estimate", "Static batch: TTFT, TPOT, latency, throughput, memory and what binds each phase.")
-def estimate(dep: Deployment, batch: int, input: int, output: int, json: bool) -> None:
-    est = run_estimate(dep, batch=batch, input_len=input, output_len=output)
-    if json:
+@deployment_command("estimate", "Static batch (default) or max-throughput operating point: TTFT, TPOT, latency, "
+                                "throughput, energy, cost, memory and what binds each phase.",
+                    extra=[("scenario", Scenario, "static"), ("requests", Requests, 10_000)])
+def estimate(dep: Deployment, o: dict) -> None:
+    if o["scenario"] == "max-throughput":
+        r = max_throughput(dep, input_len=o["input"], output_len=o["output"], num_requests=o["requests"])
+        return print_json(r.to_dict()) if o["json"] else show_max_throughput(r)
+    if o["scenario"] != "static":
+        raise ValueError(f"scenario={o['scenario']!r} unknown; allowed: static, max-throughput")
+    est = run_estimate(dep, batch=o["batch"], input_len=o["input"], output_len=o["output"])
+    if o["json"]:
         return print_json(est.to_dict())
     show_estimate(est)
+
+
+def show_max_throughput(r) -> None:
+    t = Table(title=f"Max throughput: {r.model} on {r.num_gpus}x {r.gpu}, {r.input_len} in / {r.output_len} out")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,}"),
+                 ("limited by", r.limited_by), ("step time", ms(r.step_time_s)),
+                 ("output tok/s (total)", f"{r.output_tok_s:,.0f}"), ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}"),
+                 ("tok/s per user", f"{r.tok_s_per_user:,.1f}"), ("requests/s", f"{r.requests_per_s:,.2f}"),
+                 ("KV capacity per GPU", gb(r.kv_capacity_bytes_per_gpu)),
+                 ("power per GPU", f"{r.power_per_gpu_w:,.0f} W"), ("J per output token", f"{r.joules_per_output_token:.4f}"),
+                 ("output tokens per J", f"{r.output_tokens_per_joule:,.2f}"),
+                 ("$ per M output tokens", "n/a (no price)" if r.usd_per_million_output_tokens is None
+                  else f"${r.usd_per_million_output_tokens:,.3f}")):
+        t.add_row(k, v)
+    console.print(t)
 
 
 def show_estimate(e: Estimate) -> None:
@@ -92,7 +129,8 @@ def show_estimate(e: Estimate) -> None:
 
 @deployment_command("roofline", "Per-operator roofline of the prefill step and a mid-generation decode step, "
                                 "collectives beside the operators.")
-def roofline(dep: Deployment, batch: int, input: int, output: int, json: bool) -> None:
+def roofline(dep: Deployment, o: dict) -> None:
+    batch, input, output, json = o["batch"], o["input"], o["output"], o["json"]
     ctxs = decode_contexts(input, output)
     ctx = float(ctxs[len(ctxs) // 2])
     phases = {"prefill": steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch,
@@ -138,7 +176,8 @@ def operator_rows(cost) -> list[dict]:
 
 
 @deployment_command("memory", "Memory per GPU (weights, KV, activations, reserve), fit, max batch and max context.")
-def memory(dep: Deployment, batch: int, input: int, output: int, json: bool) -> None:
+def memory(dep: Deployment, o: dict) -> None:
+    batch, input, output, json = o["batch"], o["input"], o["output"], o["json"]
     ctx = input + output
     rep = memory_report(dep.model, dep.gpu, dep.dtypes, dep.par, batch, ctx, step_tokens=batch * input)
     out = {**rep.to_dict(), "batch": batch, "context": ctx,

@@ -12,6 +12,7 @@ from typing import Callable
 from ..deployment import Deployment, make_deployment
 from ..estimate import estimate
 from ..memory import weight_bytes_per_gpu
+from ..workloads import max_throughput
 from .dataset import Row
 
 
@@ -58,8 +59,22 @@ def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
     }
 
 
-#: scenario -> function(deployment, row) -> {metric: value}; workloads register theirs
-PREDICTORS: dict[str, Callable[[Deployment, Row], dict[str, float]]] = {"static_batch": predict_static}
+#: requests of a max_throughput row whose count is blank ("thousands are issued at once")
+DEFAULT_OFFLINE_REQUESTS = 3000
+
+
+def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
+    """Metrics of the offline max-throughput operating point (workloads/max_throughput.py)."""
+    r = max_throughput(dep, input_len=row.input_len, output_len=row.output_len,
+                       num_requests=row.num_requests or DEFAULT_OFFLINE_REQUESTS)
+    return {"output_tok_s": r.output_tok_s, "output_tok_s_per_gpu": r.output_tok_s_per_gpu,
+            "total_tok_s": r.total_tok_s, "requests_per_s": r.requests_per_s, "tok_s_per_user": r.tok_s_per_user,
+            "itl_ms": r.step_time_s * 1e3}
+
+
+#: scenario -> function(deployment, row) -> {metric: value}
+PREDICTORS: dict[str, Callable[[Deployment, Row], dict[str, float]]] = {
+    "static_batch": predict_static, "max_throughput": predict_max_throughput}
 
 
 def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=None) -> list[Prediction]:

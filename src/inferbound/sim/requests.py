@@ -1,0 +1,134 @@
+"""Request workloads for the simulator: a Poisson stream, length distributions, trace files.
+
+- Poisson arrivals at rate λ: inter-arrival gaps are i.i.d. exponential with mean 1/λ, so arrival
+  k is the sum of k gaps (the first request arrives after one gap). ``rate=inf`` sends every request
+  at t = 0 (an offline batch, the overload case).
+- Lengths: ``fixed`` (every request the given length), ``uniform:LO:HI`` (integers LO..HI inclusive),
+  ``normal:MEAN:STD`` (rounded, clipped to >= 1), ``exponential[:MEAN]`` (ceil of an exponential of
+  that mean, default the given length; the heavy tail of chat workloads).
+- Trace files: CSV with a header naming ``arrival_s`` (or ``timestamp``), ``input_len``,
+  ``output_len``; or JSONL, one object per line with the same keys. Arrival times are seconds.
+
+All draws come from ``numpy.random.default_rng(seed)`` in a fixed order (gaps, then input lengths,
+then output lengths), so the same seed gives the same workload.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+DISTS = "fixed, uniform:LO:HI, normal:MEAN:STD, exponential[:MEAN]"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request: arrival time (s), prompt tokens, tokens to generate."""
+
+    id: int
+    arrival_s: float
+    input_len: int
+    output_len: int
+
+
+def _check_len(field: str, value, where: str = "") -> int:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}{field}={value!r} must be an integer >= 1") from None
+    if not math.isfinite(v) or v != int(v) or v < 1:
+        raise ValueError(f"{where}{field}={value!r} must be an integer >= 1")
+    return int(v)
+
+
+def draw_lengths(spec: str | None, base: int, n: int, rng: np.random.Generator, field: str) -> np.ndarray:
+    """``n`` integer lengths >= 1 from a distribution spec (see module docstring)."""
+    base = _check_len(field, base)
+    if spec is None or spec == "fixed":
+        return np.full(n, base, dtype=np.int64)
+    name, *args = spec.split(":")
+    try:
+        vals = [float(a) for a in args]
+    except ValueError:
+        raise ValueError(f"{field}_dist={spec!r} has a non-numeric parameter; allowed: {DISTS}") from None
+    if name == "uniform" and len(vals) == 2 and 1 <= vals[0] <= vals[1]:
+        return rng.integers(int(vals[0]), int(vals[1]) + 1, size=n)
+    if name == "normal" and len(vals) == 2 and vals[1] >= 0:
+        return np.maximum(np.rint(rng.normal(vals[0], vals[1], size=n)), 1).astype(np.int64)
+    if name == "exponential" and len(vals) <= 1 and (vals or [base])[0] > 0:
+        mean = vals[0] if vals else base
+        return np.maximum(np.ceil(rng.exponential(mean, size=n)), 1).astype(np.int64)
+    raise ValueError(f"{field}_dist={spec!r} unknown or with bad parameters; allowed: {DISTS}")
+
+
+def poisson(rate: float, n: int, input_len: int, output_len: int, seed: int = 0,
+            input_dist: str | None = None, output_dist: str | None = None) -> list[Request]:
+    """``n`` requests with Poisson arrivals at ``rate`` req/s (``inf``: all at t = 0)."""
+    rate = float(rate)
+    if not rate > 0:
+        raise ValueError(f"rate={rate!r} must be > 0 requests/s (or inf)")
+    if int(n) != n or n < 1:
+        raise ValueError(f"requests={n!r} must be an integer >= 1")
+    n = int(n)
+    rng = np.random.default_rng(seed)
+    arrivals = np.zeros(n) if math.isinf(rate) else np.cumsum(rng.exponential(1.0 / rate, size=n))
+    ins = draw_lengths(input_dist, input_len, n, rng, "input")
+    outs = draw_lengths(output_dist, output_len, n, rng, "output")
+    return [Request(i, float(a), int(p), int(o)) for i, (a, p, o) in enumerate(zip(arrivals, ins, outs))]
+
+
+_ARRIVAL_KEYS = ("arrival_s", "timestamp")
+
+
+def _row(rec: dict, where: str) -> tuple[float, int, int]:
+    key = next((k for k in _ARRIVAL_KEYS if k in rec and rec[k] not in (None, "")), None)
+    if key is None:
+        raise ValueError(f"{where}arrival_s is missing (columns: arrival_s or timestamp, input_len, output_len)")
+    try:
+        t = float(rec[key])
+    except (TypeError, ValueError):
+        t = float("nan")
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"{where}{key}={rec[key]!r} must be a number of seconds >= 0")
+    for k in ("input_len", "output_len"):
+        if k not in rec or rec[k] in (None, ""):
+            raise ValueError(f"{where}{k} is missing (columns: arrival_s or timestamp, input_len, output_len)")
+    return t, _check_len("input_len", rec["input_len"], where), _check_len("output_len", rec["output_len"], where)
+
+
+def read_trace(path: str | Path) -> list[Request]:
+    """Requests from a CSV (header row) or JSONL trace, ids in file order (the engine orders by arrival)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"trace={str(path)!r} is not a file")
+    text = path.read_text()
+    rows: list[tuple[float, int, int]] = []
+    jsonl = path.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip().startswith("{")
+    if jsonl:
+        for i, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"trace {path.name} line {i}: "
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                raise ValueError(f"{where}not a JSON object") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{where}not a JSON object")
+            rows.append(_row(rec, where))
+    else:
+        reader = csv.DictReader(text.splitlines())
+        fields = {f.strip() for f in reader.fieldnames or []}
+        if not fields & set(_ARRIVAL_KEYS) or not {"input_len", "output_len"} <= fields:
+            raise ValueError(f"trace {path.name} line 1: header={sorted(fields)} must name arrival_s "
+                             f"(or timestamp), input_len, output_len")
+        for i, rec in enumerate(reader, start=2):
+            rows.append(_row({k.strip(): (v.strip() if isinstance(v, str) else v) for k, v in rec.items() if k},
+                             f"trace {path.name} line {i}: "))
+    if not rows:
+        raise ValueError(f"trace {path.name}: no requests")
+    return [Request(i, *r) for i, r in enumerate(rows)]

@@ -1,0 +1,112 @@
+"""Offline max throughput: thousands of requests at once, in-flight batching, chunked prefill.
+
+Steady state of continuous batching with D sequences decoding. Each request needs I prompt tokens and
+O − 1 decode steps after the prefill that yields its first token, so requests complete at D/(O − 1)
+per step and, to keep D constant, the engine prefills P = D·I/(O − 1) prompt tokens per step, mixed
+into the decode step (chunked prefill, SARATHI-style). A step therefore runs T = D + P tokens, which
+must fit the token budget, and lasts t(D) from the step model (decode at the mean context
+I + (O − 2)/2, plus P/I prompts of I tokens each). Output throughput is D / t(D); each user sees one
+token per step, 1/t(D) tok/s.
+
+Concurrency is bounded by the KV cache (memory.kv_capacity_bytes): C = D + P/I sequences, each holding
+its whole I + O tokens (``kv_reservation: max``, TensorRT-LLM's no-evict scheduler) or its average
+length I + O/2 (``average``, vLLM), rounded up to whole blocks; and by the number of requests. The
+operating point is the D that maximizes D / t(D) over every feasible D (all evaluated at once).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..deployment import Deployment, make_deployment
+from ..energy import dollars_per_second, per_million
+from ..memory import kv_bytes_per_gpu, kv_capacity_bytes, runtime_defaults
+from ..stepmodel import StepModel
+
+
+@dataclass
+class MaxThroughput:
+    model: str
+    gpu: str
+    num_gpus: int
+    input_len: int
+    output_len: int
+    concurrency: float  # sequences in flight per replica (decoding + prefilling)
+    decode_batch: int
+    prefill_tokens_per_step: float
+    step_time_s: float
+    output_tok_s: float  # all replicas
+    output_tok_s_per_gpu: float
+    tok_s_per_user: float
+    requests_per_s: float
+    total_tok_s: float
+    kv_capacity_bytes_per_gpu: float
+    kv_limit_concurrency: float
+    token_budget: int
+    kv_reservation: str
+    limited_by: str  # what stops a larger batch: kv-cache, token budget, requests, or throughput peak
+    power_per_gpu_w: float
+    joules_per_output_token: float
+    output_tokens_per_joule: float
+    usd_per_million_output_tokens: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
+                   num_requests: int = 10_000, token_budget: int | None = None,
+                   kv_reservation: str | None = None, block_size: int | None = None,
+                   max_num_seqs: int | None = None, **deployment_kwargs) -> MaxThroughput:
+    """Find the decode batch that maximizes output tokens/s (see module docstring)."""
+    dep = deployment or make_deployment(**deployment_kwargs)
+    d = runtime_defaults()
+    budget = int(token_budget or d["memory"]["default_token_budget"])
+    policy = kv_reservation or d["max_throughput"]["kv_reservation"]
+    block = int(block_size or d["max_throughput"]["kv_block_size"])
+    for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1),
+                         ("token_budget", budget, 1), ("block_size", block, 1)):
+        if v < low:
+            raise ValueError(f"{name}={v} must be >= {low}")
+    if policy not in ("max", "average"):
+        raise ValueError(f"kv_reservation={policy!r} unknown; allowed: max, average")
+    m, par = dep.model, dep.par
+    groups = par.attention_groups
+    per_prompt = input_len / (output_len - 1)  # prompt tokens prefilled per decode token
+    d_budget = int(budget // (1 + per_prompt)) * groups
+    held = input_len + output_len if policy == "max" else input_len + output_len / 2
+    held = np.ceil(held / block) * block
+    kv_seq = float(kv_bytes_per_gpu(m, dep.dtypes, par, 1, held)) * groups  # per sequence of the replica
+    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget)
+    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
+    d_kv = int(c_kv / (1 + 1 / (output_len - 1)))
+    caps = {"kv-cache": d_kv, "token budget": d_budget, "requests": num_requests}
+    if max_num_seqs:
+        caps["max_num_seqs"] = int(max_num_seqs)
+    d_max = min(caps.values())
+    if d_max < 1:
+        raise ValueError(f"no request fits: KV capacity {capacity / 1e9:.2f} GB per GPU holds {c_kv:.2f} "
+                         f"sequences of {held:.0f} tokens ({dep.label()})")
+    sm = StepModel(dep, budget + groups)
+    dec = np.arange(1, d_max + 1, dtype=float)
+    ctx = input_len + (output_len - 2) / 2
+    t, watts = sm.uniform(dec, ctx, dec * per_prompt / input_len, input_len)
+    tput = dec / t
+    i = int(np.argmax(tput))
+    best = dec[i]
+    limited = "throughput peak" if i < d_max - 1 else min(caps, key=caps.get)
+    reps = par.replicas
+    out_tok_s = float(tput[i]) * reps
+    power = float(watts[i])
+    dps = dollars_per_second(dep.gpu, dep.num_gpus)
+    return MaxThroughput(
+        model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
+        concurrency=float(best * (1 + 1 / (output_len - 1))), decode_batch=int(best),
+        prefill_tokens_per_step=float(best * per_prompt), step_time_s=float(t[i]), output_tok_s=out_tok_s,
+        output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]) ,
+        requests_per_s=out_tok_s / output_len, total_tok_s=out_tok_s * (input_len + output_len) / output_len,
+        kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(c_kv), token_budget=budget,
+        kv_reservation=policy, limited_by=limited, power_per_gpu_w=power,
+        joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
+        usd_per_million_output_tokens=per_million(dps, out_tok_s))
