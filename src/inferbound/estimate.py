@@ -171,11 +171,12 @@ def compute_bound_batch(m, gpu, dt, par, compute_dtype, context, gemm_only: bool
 
 
 def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: int = 1024,
-             output_len: int = 256, **deployment_kwargs) -> Estimate:
+             output_len: int = 256, details: bool = True, **deployment_kwargs) -> Estimate:
     """Estimate a static-batch run (see module docstring).
 
     Pass a :class:`Deployment`, or the keyword arguments of :func:`make_deployment`
-    (``model``, ``gpu``, ``num_gpus``, ``tp``, ``weight_dtype``, ...).
+    (``model``, ``gpu``, ``num_gpus``, ``tp``, ``weight_dtype``, ...). ``details=False`` skips the
+    extras (compute-bound batch, no-KV-cache decode, max batch) that bulk validation does not need.
     """
     dep = deployment or make_deployment(**deployment_kwargs)
     m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
@@ -194,7 +195,7 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         warnings.append(f"does not fit: needs {mem.total / 1e9:.1f} GB per GPU of {g.hbm_bytes / 1e9:.0f} GB")
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
-    no_cache = steps.no_kv_cache_decode_time(m, g, dt, par, cdt, batch, input_len, output_len)
+    no_cache = steps.no_kv_cache_decode_time(m, g, dt, par, cdt, batch, input_len, output_len) if details else 0.0
     n_dec = output_len - 1
     prefill_j = float(step_power_w(g, cdt, pre)) * ttft * dep.num_gpus
     decode_j = float(np.mean(step_power_w(g, cdt, dec) * dec.time)) * n_dec * dep.num_gpus
@@ -206,8 +207,8 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         batch=batch, input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         prefill=_phase(pre, f"prefill of {batch}x{input_len} tokens on {layout}"),
         decode=_phase(dec, f"decode at batch {batch}, context ~{mid:.0f} on {layout}"),
-        memory=mem, decode_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid),
-        decode_gemm_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid, gemm_only=True),
+        memory=mem, decode_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid) if details else None,
+        decode_gemm_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid, gemm_only=True) if details else None,
         decode_without_kv_cache_s=no_cache,
-        max_batch_at_context=int(max_batch(m, g, dt, par, input_len + output_len)), replicas=reps,
+        max_batch_at_context=int(max_batch(m, g, dt, par, input_len + output_len)) if details else -1, replicas=reps,
         energy=energy, warnings=warnings)

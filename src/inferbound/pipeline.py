@@ -15,6 +15,9 @@ splits), the sends as communication, and the remainder as ``bubble``.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+from functools import lru_cache
+
 import numpy as np
 
 from .collectives import comm_pricer
@@ -27,6 +30,7 @@ from .roofline import StepCost, price_step
 from .topology import place
 
 
+@lru_cache(maxsize=256)
 def stage_layers(m: ModelSpec, par: Parallelism) -> list[list[LayerGroup]]:
     """Ordered layer groups of each stage."""
     n = m.num_layers
@@ -54,6 +58,35 @@ def _regroup(layers: list[LayerGroup]) -> list[LayerGroup]:
     return [LayerGroup(count=c, attention=a, window=w, moe=e) for (a, w, e), c in counts.items()]
 
 
+_WORK_CACHE: OrderedDict = OrderedDict()
+_WORK_CACHE_SIZE = 4096
+
+
+def _key(x):
+    a = np.asarray(x, dtype=float)
+    return (a.shape, a.tobytes())
+
+
+def stage_work(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq, imbalance):
+    """Operators (the work, no prices) of every stage; memoized, since re-pricing the same work with
+    other efficiency factors (calibration, hardware overrides) is the common case."""
+    key = (m, dt, par, _key(batch), _key(new), _key(past), float(logits_per_seq), float(imbalance))
+    hit = _WORK_CACHE.get(key)
+    if hit is not None:
+        _WORK_CACHE.move_to_end(key)
+        return hit
+    if par.pp == 1:
+        work = [forward_ops(m, dt, par, batch, new, past, logits_per_seq, moe_imbalance=imbalance)]
+    else:
+        stages = stage_layers(m, par)
+        work = [forward_ops(m, dt, par, batch, new, past, logits_per_seq, layers=layers, first=i == 0,
+                            last=i == len(stages) - 1, moe_imbalance=imbalance) for i, layers in enumerate(stages)]
+    _WORK_CACHE[key] = work
+    if len(_WORK_CACHE) > _WORK_CACHE_SIZE:
+        _WORK_CACHE.popitem(last=False)
+    return work
+
+
 def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: str, batch, new, past,
               phase: str, logits_per_seq: float = 1) -> StepCost:
     """Time of one step (prefill, decode or mixed) of ``batch`` sequences on the whole deployment."""
@@ -64,14 +97,11 @@ def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: st
         return price_step(ops, gpu, compute_dtype, dt.kv_dtype, pricer, par.comm_overlap)
 
     if par.pp == 1:
-        return price(forward_ops(m, dt, par, batch, new, past, logits_per_seq, moe_imbalance=imb))
+        return price(stage_work(m, dt, par, batch, new, past, logits_per_seq, imb)[0])
     batch = np.asarray(batch, dtype=float)
     mb = np.minimum(batch, par.pp) if par.microbatches is None else np.minimum(batch, par.microbatches)
     b = batch / mb
-    stages = stage_layers(m, par)
-    costs = [price(forward_ops(m, dt, par, b, new, past, logits_per_seq, layers=layers, first=i == 0,
-                               last=i == len(stages) - 1, moe_imbalance=imb))
-             for i, layers in enumerate(stages)]
+    costs = [price(ops) for ops in stage_work(m, dt, par, b, new, past, logits_per_seq, imb)]
     times = np.stack(np.broadcast_arrays(*[np.asarray(c.time, dtype=float) for c in costs]))
     link = place(gpu, par, 2, par.tp * par.attention_groups)
     send, _ = p2p(b / par.attention_groups * np.asarray(new, dtype=float) * m.hidden_size

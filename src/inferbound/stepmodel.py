@@ -27,11 +27,21 @@ from .roofline import attention_dtype, compute_eff
 
 
 class StepModel:
-    def __init__(self, dep: Deployment, max_tokens: int):
+    """``grid_points=None`` tabulates every T exactly (simulator); a number tabulates that many points
+    (dense at small T, geometric above) and interpolates linearly (max-throughput sweeps)."""
+
+    def __init__(self, dep: Deployment, max_tokens: int, grid_points: int | None = None):
         self.dep = dep
         m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
         self.max_tokens = int(max_tokens)
-        t = np.arange(self.max_tokens + 1, dtype=float)
+        if grid_points is None or grid_points >= self.max_tokens + 1:
+            t = np.arange(self.max_tokens + 1, dtype=float)
+        else:
+            t = np.unique(np.concatenate([np.arange(0, min(64, self.max_tokens) + 1),
+                                          np.round(np.geomspace(64, max(self.max_tokens, 64), grid_points)),
+                                          [self.max_tokens]])).astype(float)
+        self.grid = t
+        self.exact = t.size == self.max_tokens + 1
         tables = []
         for logits in (0, 1):  # without and with one row of logits per token
             cost = steps.step_cost(m, g, dt, par, cdt, np.maximum(t, 1), 1, 0, "decode", logits_per_seq=logits)
@@ -87,9 +97,8 @@ class StepModel:
         seqs = dec_seqs + pre_seqs
         if np.any(tokens > self.max_tokens):
             raise ValueError(f"steps of up to {float(np.max(tokens)):.0f} tokens exceed max_tokens={self.max_tokens}")
-        grid = np.arange(self.max_tokens + 1, dtype=float)
         def table(x, at):
-            return np.interp(at, grid, x)
+            return np.interp(at, self.grid, x)
         a_t = a_f = a_b = 0.0
         for grp, f_dec, f_pre, b_cached, a_tok in self.groups:
             window = grp.window if grp.attention != "full" else None
@@ -116,8 +125,14 @@ class StepModel:
         seqs = dec_ctx.size + len(chunks)
         mb = max(1, min(seqs, self.pp))
         a_t, a_f, a_b = self._attention(dec_ctx, chunks)
-        t = self.base_time[tokens] + self.logit_time[seqs] + a_t / mb
+        if not self.exact:
+            def at(x, i):
+                return float(np.interp(i, self.grid, x))
+        else:
+            def at(x, i):
+                return x[i]
+        t = at(self.base_time, tokens) + at(self.logit_time, seqs) + a_t / mb
         watts = power_w(self.dep.gpu, self.dep.compute_dtype,
-                        self.base_flops[tokens] + self.logit_flops[seqs] + a_f,
-                        self.base_bytes[tokens] + self.logit_bytes[seqs] + a_b, t)
+                        at(self.base_flops, tokens) + at(self.logit_flops, seqs) + a_f,
+                        at(self.base_bytes, tokens) + at(self.logit_bytes, seqs) + a_b, t)
         return float(t), float(watts)

@@ -101,9 +101,17 @@ def load_model(source: str | dict, overrides: dict[str, Any] | None = None) -> M
     """
     if isinstance(source, dict):
         name, raw = str(source.get("_name_or_path") or source.get("model_type") or "custom"), dict(source)
-    else:
-        name, raw = resolve(source)
+        return parse_config(raw, name=name, overrides=overrides)
+    if not overrides and not Path(source).expanduser().exists():
+        return _load_catalog_model(source)  # catalog ids and aliases never change: cache them
+    name, raw = resolve(source)
     return parse_config(raw, name=name, overrides=overrides)
+
+
+@lru_cache(maxsize=128)
+def _load_catalog_model(source: str) -> ModelSpec:
+    name, raw = resolve(source)
+    return parse_config(raw, name=name)
 
 
 def parse_config(raw: dict[str, Any], name: str = "custom",

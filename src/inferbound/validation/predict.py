@@ -48,7 +48,7 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
 
 def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
     """Metrics of a static batch run (TensorRT-LLM v0.9 tables, gpt-fast, llama.cpp)."""
-    e = estimate(dep, batch=row.batch_size, input_len=row.input_len, output_len=row.output_len)
+    e = estimate(dep, batch=row.batch_size, input_len=row.input_len, output_len=row.output_len, details=False)
     replicas = dep.par.replicas
     return {
         "output_tok_s": e.output_tok_s, "output_tok_s_per_gpu": e.output_tok_s_per_gpu,
