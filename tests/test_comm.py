@@ -349,9 +349,6 @@ def test_vectorized_hierarchical_2_spans_equals_scalar(h100):
                                [float(comm.all_to_all(s, pl, h100)[0]) for s in S], rtol=1e-12)
 
 
-@pytest.mark.xfail(reason="BUG: comm.all_reduce hierarchical branch picks ONE across-span algorithm for a whole "
-                          "array of sizes (by the mean time), so small sizes in an array get ring where tree "
-                          "is faster; vector != elementwise scalar", strict=True)
 def test_vectorized_hierarchical_4_spans_equals_scalar(h100):
     """32 ranks as 4 nodes of 8: across 4 spans tree (4a + 2S/b) wins for small S, ring (6a + 1.5 S/b) for large."""
     pl = Placement(32, 8, 4, topology.scaleup_link(h100), topology.network_link(h100))

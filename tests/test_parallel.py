@@ -268,9 +268,6 @@ def test_pp_decode_busy_with_enough_microbatches_bubble_at_batch_1():
     assert float(c1.split["communication"]) >= s1
 
 
-@pytest.mark.xfail(reason="BUG: memory.weight_bytes_per_gpu divides all layers by pp (an even split) and "
-                          "ignores pp_split and where the embedding/LM head sit; the heaviest stage sets fit",
-                   strict=True)
 def test_uneven_pp_weights_per_gpu_are_the_heaviest_stage():
     m = load_model("llama-3.1-70b")
     par = Parallelism(pp=2, pp_split=(20, 60))
@@ -279,8 +276,6 @@ def test_uneven_pp_weights_per_gpu_are_the_heaviest_stage():
     assert weight_bytes_per_gpu(m, Dtypes(), par) >= last
 
 
-@pytest.mark.xfail(reason="BUG: memory.kv_bytes_per_gpu divides the KV cache by pp, ignoring pp_split: "
-                          "a 60-of-80-layer stage holds 60/80 of it", strict=True)
 def test_uneven_pp_kv_per_gpu_is_the_heaviest_stage():
     m = load_model("llama-3.1-70b")
     per_token_layer = 2 * 8 * 128 * 2           # K and V, 8 KV heads x 128, bf16

@@ -69,12 +69,14 @@ def all_reduce(S, pl: Placement, gpu: GPU, algo: str = "auto"):
                          f"allowed: {', '.join(allowed)}")
     candidates = allowed if algo == "auto" else [algo]
     S = np.asarray(S, dtype=float)
-    if pl.spans > 1:  # hierarchical: RS inside, AR across, AG inside
+    if pl.spans > 1:  # hierarchical: RS inside, AR across (ring or tree, per size), AG inside
         inner = 2 * _gather_flat(S, pl.local, pl.inner)
-        outer_algo = "ring" if algo == "auto" else algo
-        across = {a: _ar_flat(a, S / max(pl.local, 1), pl.spans, pl.outer) for a in ("ring", "tree")}
-        best = min(across, key=lambda a: float(np.mean(across[a]))) if algo == "auto" else outer_algo
-        return inner + across[best], f"hierarchical-{best}"
+        across_algos = ("ring", "tree") if algo == "auto" else (algo,)
+        across = np.stack([np.broadcast_to(_ar_flat(a, S / max(pl.local, 1), pl.spans, pl.outer), S.shape)
+                           for a in across_algos])
+        idx = np.argmin(across, axis=0)
+        label = across_algos[int(np.bincount(np.ravel(idx)).argmax())]
+        return inner + np.take_along_axis(across, idx[None], axis=0)[0], f"hierarchical-{label}"
     times = {a: _ar_flat(a, S, pl.size, pl.inner) for a in candidates}
     stack = np.stack([np.broadcast_to(t, S.shape) for t in times.values()])
     names = np.array(list(times))

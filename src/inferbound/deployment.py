@@ -7,7 +7,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .config import Dtypes, Parallelism
-from .hardware import GPU, get_gpu, resolve_compute_dtype
+from .calibration.model import resolve as resolve_calibration
+from .hardware import GPU, apply_overrides, get_gpu, resolve_compute_dtype
 from .model import ModelSpec, load_model
 
 
@@ -46,15 +47,25 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
                     weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
                     emulate: bool = False, model_overrides: dict | None = None,
                     gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None,
-                    **parallel_options) -> Deployment:
+                    calibration=None, **parallel_options) -> Deployment:
     """Build and validate a deployment; errors name the field, the value and what is allowed.
 
     ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp.
     ``parallel_options``: further :class:`Parallelism` fields (sequence_parallel, pp_split,
-    microbatches, collective_algo, comm_overlap).
+    microbatches, collective_algo, comm_overlap). ``calibration``: a Calibration, a file, 'none' or
+    None (= the default: $INFERBOUND_CALIBRATION or the packaged fit); it adjusts the GPU's efficiency
+    factors before ``gpu_overrides`` (which win).
     """
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
-    g = gpu if isinstance(gpu, GPU) else get_gpu(gpu, gpu_overrides, extra_paths=gpu_files)
+    if isinstance(gpu, GPU):
+        g = gpu
+    else:
+        cal = resolve_calibration(calibration)
+        g = get_gpu(gpu, None, extra_paths=gpu_files)
+        if cal is not None:
+            g = cal.apply(g)
+        if gpu_overrides:
+            g = apply_overrides(g, gpu_overrides)
     for name, v in (("num_gpus", num_gpus), ("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp), ("nodes", nodes)):
         if v is not None and v < 1:
             raise ValueError(f"{name}={v} must be >= 1")

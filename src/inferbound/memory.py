@@ -23,7 +23,7 @@ from .config import Dtypes, Parallelism
 from .dtypes import bytes_per_element, weight_bytes_per_element
 from .hardware import GPU
 from .model.kv import kv_bytes_for_context
-from .model.params import count_params
+from .model.params import attention_params, count_params, mlp_params, norm_params
 from .model.spec import ModelSpec
 
 
@@ -39,24 +39,57 @@ def kv_shard(m: ModelSpec, par: Parallelism) -> int:
     return min(par.tp, m.num_kv_heads)
 
 
-def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
-    """Weight bytes resident on one GPU.
+def _stages(m: ModelSpec, par: Parallelism):
+    from .pipeline import stage_layers  # late import: pipeline imports the operator and pricing modules
+    return stage_layers(m, par) if par.pp > 1 else [list(m.layers)]
 
-    Dense parts split over tp·pp; routed experts over (GPUs sharing a MoE layer)·pp, i.e. tp·pp, or
-    tp·dp·pp with attention data parallel (E/ep experts per GPU, each split expert_tp ways).
+
+def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
+    """Weight bytes on the most loaded GPU (the heaviest pipeline stage).
+
+    Per layer: attention, dense MLP and shared experts split over tp; routed experts over the GPUs
+    sharing a MoE layer (tp, or tp·dp with attention data parallel: E/ep experts per GPU, each split
+    expert_tp ways); norms replicated. The first stage adds the embedding, the last the LM head and
+    final norm (vocab-parallel over tp). Quantized matrices at the weight dtype, the rest 16-bit.
     """
-    p = count_params(m)
     hb = bytes_per_element(dt.high_precision)
     wb = weight_bytes_per_element(dt.weight)
-    dense = p.attention + p.dense_mlp + p.shared_experts
-    return (dense * wb + p.router * hb + (p.embedding + p.lm_head) * hb) / (par.tp * par.pp) \
-        + p.routed_experts * wb / (par.moe_group * par.pp) + p.norms * hb / par.pp
+    d = m.hidden_size
+    attn = attention_params(m)
+    norms = norm_params(m) * m.norms_per_layer
+    p = count_params(m)
+
+    def layer_bytes(g) -> float:
+        if not g.moe:
+            mlp = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) * wb / par.tp
+        else:
+            e = m.moe
+            routed = mlp_params(d, e.expert_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_experts
+            shared = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts
+            router = d * e.num_experts + e.num_experts * e.router_bias
+            mlp = routed * wb / par.moe_group + shared * wb / par.tp + router * hb / par.tp
+        return g.count * (attn * wb / par.tp + mlp + norms * hb)
+
+    stages = _stages(m, par)
+    loads = []
+    for i, groups in enumerate(stages):
+        load = sum(layer_bytes(g) for g in groups)
+        if i == 0:
+            load += p.embedding * hb / par.tp
+        if i == len(stages) - 1:
+            load += p.lm_head * hb / par.tp + norm_params(m) * hb
+        loads.append(load)
+    return float(max(loads))
 
 
 def kv_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, context):
-    """KV bytes on one GPU: the attention group's share of the batch, split over KV heads and stages."""
+    """KV bytes on the most loaded GPU: the attention group's share of the batch, the heaviest stage's
+    layers, split over the KV heads (kv_shard)."""
     seqs = np.asarray(batch, dtype=float) / par.attention_groups
-    return seqs * kv_bytes_for_context(m, context, dt.kv_dtype) / (kv_shard(m, par) * par.pp)
+    per_stage = [kv_bytes_for_context(m.model_copy(update={"layers": tuple(groups)}), context, dt.kv_dtype)
+                 for groups in _stages(m, par)]
+    heaviest = per_stage[0] if len(per_stage) == 1 else np.max(np.stack(np.broadcast_arrays(*per_stage)), axis=0)
+    return seqs * heaviest / kv_shard(m, par)
 
 
 def activation_bytes(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sequences):

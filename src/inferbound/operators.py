@@ -225,8 +225,11 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
                       group=label))
     if par.ep == 1:  # experts and shared experts reduce together over TP
         ops.extend(_tp_reduce("moe", g, par, tokens * d * cb, label))
-    elif e.num_shared_experts:
-        ops.extend(_tp_reduce("shared_expert", g, par, tokens * d * cb, label))
+    else:
+        if e.num_shared_experts:
+            ops.extend(_tp_reduce("shared_expert", g, par, tokens * d * cb, label))
+        if par.tp > 1:  # each TP rank got back its 1/tp of the tokens; attention needs all of them
+            ops.append(_collective("moe_all_gather", "all_gather", g.count, tokens * d * cb, "tp", par.tp, label))
     return ops
 
 

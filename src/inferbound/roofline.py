@@ -79,10 +79,12 @@ def attention_dtype(gpu: GPU, compute_dtype: str, kv_dtype: str) -> str:
 
 
 def price_op(op: Op, gpu: GPU, dtype: str) -> PricedOp:
-    """Roofline time of one operator instance at ``dtype``'s peak."""
+    """Roofline time of one operator instance at ``dtype``'s peak (attention's memory time at the
+    KV-read efficiency, which paged, gathered cache reads lower below that of streaming weights)."""
     eff = gpu.efficiency
     t_c = np.asarray(op.flops, dtype=float) / (gpu.peak_flops[dtype] * compute_eff(gpu, dtype))
-    t_m = np.asarray(op.bytes, dtype=float) / (gpu.hbm_bw * eff.memory)
+    mem_eff = eff.kv_memory_fraction if op.kind == "attention" else eff.memory
+    t_m = np.asarray(op.bytes, dtype=float) / (gpu.hbm_bw * mem_eff)
     return PricedOp(op, t_c, t_m, np.maximum(t_c, t_m) + eff.kernel_overhead_s, t_c >= t_m)
 
 

@@ -54,7 +54,7 @@ class StepModel:
             with_logits, (self.base_time, self.base_flops, self.base_bytes)))
         att = attention_dtype(g, cdt, dt.kv_dtype)
         self._peak = g.peak_flops[att] * compute_eff(g, att)
-        self._bw = g.hbm_bw * g.efficiency.memory
+        self._bw = g.hbm_bw * g.efficiency.kv_memory_fraction
         self.groups = []  # (count, window, f_decode, f_prefill, b_cached, a_token)
         for grp in _merged_groups(m):
             def att_op(batch, new, past):

@@ -24,6 +24,13 @@ class Efficiency(BaseModel):
     moe_imbalance: float = Field(ge=1, description="busiest-GPU expert load over the mean under EP")
     compute_by_dtype: dict[str, float] = Field(
         default_factory=dict, description="per-dtype compute fraction where it differs from `compute` (e.g. fp8)")
+    kv_memory: float | None = Field(
+        default=None, gt=0, le=1, description="achievable HBM fraction for attention's KV-cache reads (paged, "
+                                              "gathered); None = same as `memory`")
+
+    @property
+    def kv_memory_fraction(self) -> float:
+        return self.memory if self.kv_memory is None else self.kv_memory
 
     @field_validator("compute_by_dtype")
     @classmethod

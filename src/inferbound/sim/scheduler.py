@@ -45,6 +45,7 @@ class Replica:
         self.index, self.sm, self.pool, self.L = index, sm, pool, ledger
         self.budget, self.max_seqs, self.preemption, self.role = budget, max_seqs, preemption, role
         self.swap_s_per_block = swap_s_per_block
+        self.idle_w = sm.dep.gpu.power.idle_w
         self.waiting: deque[int] = deque()
         self.S = np.zeros((7, max_seqs))
         self.n = 0  # decoding sequences: columns 0..n-1 of S
@@ -163,14 +164,13 @@ class Replica:
         n_dec = self.n
         if n_dec == 0 and not chunks:
             return None
-        dec = S[C_, :n_dec]
-        dur, watts = self.sm.step(dec, chunks)
-        dur += extra_s
+        run_s, watts = self.sm.step(S[C_, :n_dec], chunks)
+        dur = run_s + extra_s
         end = t + dur
         L.samples.append((t, dur, n_dec, self.budget - left - n_dec, len(self.waiting),
                           n_dec + len(self.prefilling), pool.num_blocks - pool.free, self.index, watts))
         self.busy_s += dur
-        self.energy_j_per_gpu += watts * dur
+        self.energy_j_per_gpu += watts * run_s + self.idle_w * extra_s  # copies: GPU near idle
         finished, handoffs = self._apply_decodes(end, n_dec), []
         self._apply_chunks(end, sched, finished, handoffs)
         return end, finished, handoffs
@@ -204,7 +204,7 @@ class Replica:
             if e[1] < e[2]:
                 continue
             rid = e[0]
-            self.prefilling.remove(e)
+            self.prefilling.remove(e)  # entries differ in their rid, so == finds this one
             g = L.G[rid] = L.G[rid] + 1
             if g == 1:
                 L.first[rid] = end

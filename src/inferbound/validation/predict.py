@@ -40,9 +40,8 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     dp = row.num_gpus // (row.tp * row.pp)
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
-                          weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files)
-    if calibration is not None:
-        dep = calibration.apply(dep, row)
+                          weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files,
+                          calibration=calibration)
     return dep
 
 

@@ -1,0 +1,104 @@
+"""A calibration: fitted efficiency factors per GPU (and dtype) plus global ones, and error bands.
+
+File format (YAML)::
+
+    schema_version: 1
+    fitted_on: {file: measured.csv, rows: 421, date: ...}
+    global: {kv_memory: 0.47, step_overhead_s: 0.0012, ...}       # applied to every GPU
+    gpus: {h100_sxm: {compute: 0.71, memory: 0.83, compute_by_dtype: {fp8: 0.55}}, ...}
+    bands: {"static_batch/throughput/memory": 0.12, ...}            # 68th pct. |out-of-fold error|
+    cross_validation: {...}                                           # report of the fit
+
+Keys are :class:`~inferbound.hardware.Efficiency` fields. ``apply`` layers global, then per-GPU
+values over the catalog's efficiency (a user's --gpu-set still wins, applied afterwards).
+Resolution of the active calibration: an explicit argument, else $INFERBOUND_CALIBRATION (a path
+or ``none``), else the packaged ``data/calibration.yaml`` if present; ``none`` = catalog priors.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from ..hardware import GPU, apply_overrides
+
+ENV = "INFERBOUND_CALIBRATION"
+
+
+@dataclass
+class Calibration:
+    global_factors: dict = field(default_factory=dict)
+    gpus: dict = field(default_factory=dict)
+    bands: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    source: str = "in-memory"
+
+    def overrides_for(self, gpu_id: str) -> dict:
+        """Dotted overrides (efficiency.<field>, efficiency.compute_by_dtype.<dtype>) for one GPU."""
+        out = {f"efficiency.{k}": v for k, v in self.global_factors.items()}
+        for k, v in self.gpus.get(gpu_id, {}).items():
+            if k == "compute_by_dtype":
+                out.update({f"efficiency.compute_by_dtype.{d}": x for d, x in v.items()})
+            else:
+                out[f"efficiency.{k}"] = v
+        return out
+
+    def apply(self, gpu: GPU) -> GPU:
+        o = self.overrides_for(gpu.id)
+        return apply_overrides(gpu, o) if o else gpu
+
+    def band(self, scenario: str, kind: str, bound: str | None) -> float | None:
+        """Expected relative error for a prediction: most specific key first."""
+        for key in (f"{scenario}/{kind}/{bound}", f"{scenario}/{kind}", f"*/{kind}", "*"):
+            if key in self.bands:
+                return float(self.bands[key])
+        return None
+
+    def to_yaml(self) -> str:
+        doc = {"schema_version": 1, **({"fitted_on": self.meta.get("fitted_on")} if self.meta.get("fitted_on") else {}),
+               "global": self.global_factors, "gpus": self.gpus, "bands": self.bands,
+               **{k: v for k, v in self.meta.items() if k != "fitted_on"}}
+        return yaml.safe_dump(doc, sort_keys=False)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text("# inferbound calibration: fitted efficiency factors and error bands "
+                              "(written by `inferbound calibrate`)\n" + self.to_yaml())
+
+
+def from_dict(doc: dict, source: str) -> Calibration:
+    if not isinstance(doc, dict) or doc.get("schema_version") != 1:
+        raise ValueError(f"calibration={source!r}: not a calibration file (schema_version: 1 expected)")
+    meta = {k: v for k, v in doc.items() if k not in ("schema_version", "global", "gpus", "bands")}
+    return Calibration(dict(doc.get("global") or {}), dict(doc.get("gpus") or {}), dict(doc.get("bands") or {}),
+                       meta, source)
+
+
+def load_file(path: str | Path) -> Calibration:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ValueError(f"calibration={str(path)!r} is not a file; allowed: a calibration YAML, 'default' or 'none'")
+    return from_dict(yaml.safe_load(p.read_text()), str(p))
+
+
+@lru_cache(maxsize=1)
+def packaged() -> Calibration | None:
+    res = resources.files("inferbound") / "data" / "calibration.yaml"
+    if not res.is_file():
+        return None
+    return from_dict(yaml.safe_load(res.read_text()), "packaged data/calibration.yaml")
+
+
+def resolve(calibration=None) -> Calibration | None:
+    """The calibration to use: a Calibration, a path, 'none', 'default', or None (= environment/default)."""
+    if isinstance(calibration, Calibration):
+        return calibration
+    choice = calibration if calibration is not None else os.environ.get(ENV, "default")
+    if str(choice).lower() == "none":
+        return None
+    if str(choice).lower() == "default":
+        return packaged()
+    return load_file(choice)

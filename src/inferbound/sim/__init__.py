@@ -1,0 +1,103 @@
+"""Serving simulator: requests arrive, a vLLM-style scheduler batches them, the step-time model prices steps.
+
+Modules: ``requests`` (workloads and traces), ``blocks`` (paged KV pool), ``scheduler`` (one replica's
+continuous batching, chunked prefill, preemption), ``engine`` (event loop, replicas, disaggregated
+prefill/decode and KV transfer), ``ledger`` (what is recorded), ``metrics`` (summary), ``plot`` (PNG),
+``config`` (defaults from data/serving.yaml). The simulator only calls ``StepModel.step``.
+
+    >>> from inferbound.sim import simulate
+    >>> r = simulate(model="llama-3.1-8b", gpu="h100_sxm", rate=2, requests=50, input_len=256, output_len=64)
+    >>> r.to_dict()["completed"]
+    50
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..deployment import Deployment, make_deployment
+from .config import engine_config, serving_defaults
+from .engine import Run, simulate_run
+from .ledger import SAMPLE_FIELDS
+from .metrics import request_table, summarize
+from .requests import Request, poisson, read_trace
+
+__all__ = ["simulate", "SimResult", "Request", "poisson", "read_trace", "serving_defaults"]
+
+
+@dataclass
+class SimResult:
+    """A finished run: ``summary`` (flat dict, see metrics.py), per-request table, per-step timeline."""
+
+    summary: dict
+    run: Run
+    deployment: Deployment
+
+    def __getitem__(self, key: str):
+        return self.summary[key]
+
+    def requests(self) -> dict[str, np.ndarray]:
+        return request_table(self.run)
+
+    def timeline(self) -> dict[str, np.ndarray]:
+        """Per-step samples, columns as in ledger.SAMPLE_FIELDS, ordered by start time."""
+        s = self.run.ledger.sample_array()
+        s = s[np.argsort(s[:, 0], kind="stable")]
+        return {k: s[:, i] for i, k in enumerate(SAMPLE_FIELDS)}
+
+    def to_dict(self, timeline: bool = False, max_points: int = 2000) -> dict:
+        """JSON-able summary; with ``timeline``, the step samples thinned to at most ``max_points``."""
+        d = {"model": self.deployment.model.name, "gpu": self.deployment.gpu.id,
+             "deployment": self.deployment.label(), **self.summary}
+        if timeline:
+            tl = self.timeline()
+            idx = np.unique(np.linspace(0, len(tl["t_s"]) - 1, min(max_points, len(tl["t_s"]))).astype(int))
+            d["timeline"] = {k: v[idx].tolist() for k, v in tl.items()}
+        return {k: (float(v) if isinstance(v, (np.floating,)) else v) for k, v in d.items()}
+
+
+def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: int = 100,
+             input_len: int = 1024, output_len: int = 256, trace: str | Path | list[Request] | None = None,
+             seed: int = 0, replicas: int | None = None, prefill_replicas: int = 0, decode_replicas: int = 0,
+             preemption: str | None = None, block_size: int | None = None,
+             max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
+             num_blocks: int | None = None, gpu_memory_utilization: float | None = None,
+             input_dist: str | None = None, output_dist: str | None = None,
+             slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None, slo_e2e_ms: float | None = None,
+             progress: bool | Callable[[int, int], None] = False, **deployment_kwargs) -> SimResult:
+    """Simulate serving ``requests`` Poisson arrivals at ``rate`` req/s (``inf``: all at once), or a trace.
+
+    ``trace``: a CSV/JSONL path or a list of :class:`Request` (then rate, requests and lengths are
+    unused). Engine settings default to data/serving.yaml; ``num_blocks`` overrides the KV pool size
+    per replica. Pass a :class:`Deployment` or the keyword arguments of :func:`make_deployment`.
+    ``progress``: True for a rich progress bar, or a callback(done, total).
+    """
+    dep = deployment or make_deployment(**deployment_kwargs)
+    cfg = engine_config(dep, block_size, max_num_batched_tokens, max_num_seqs, preemption, replicas,
+                        prefill_replicas, decode_replicas, num_blocks, gpu_memory_utilization)
+    for name, v in (("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms), ("slo_e2e_ms", slo_e2e_ms)):
+        if v is not None and not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
+            raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
+    if trace is None:
+        reqs = poisson(rate, requests, input_len, output_len, seed, input_dist, output_dist)
+    else:
+        reqs = list(trace) if isinstance(trace, (list, tuple)) else read_trace(trace)
+    if progress is True:
+        run = _with_progress_bar(dep, reqs, cfg)
+    else:
+        run = simulate_run(dep, reqs, cfg, progress or None)
+    slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
+    return SimResult(summarize(run, slo), run, dep)
+
+
+def _with_progress_bar(dep, reqs, cfg) -> Run:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=True) as bar:
+        task = bar.add_task("requests", total=len(reqs))
+        return simulate_run(dep, reqs, cfg, lambda done, total: bar.update(task, completed=done))

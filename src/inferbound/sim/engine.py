@@ -1,0 +1,179 @@
+"""Discrete-event loop over replicas: arrivals, step ends and KV transfers, in time order.
+
+Events at the same instant are all applied before any idle replica plans its next step, so a request
+arriving exactly when a step ends joins the next step. A replica is idle when it has nothing it can
+schedule; it plans a step as soon as an event gives it work (arrival, transfer, freed blocks).
+
+Modes
+- aggregated: ``replicas`` identical engines; an arrival goes to the one with the fewest outstanding
+  requests (queued + running), lowest index on ties.
+- disaggregated (Splitwise / DistServe style): ``prefill_replicas`` engines run prompts only; the
+  step that finishes a prompt emits the first token there, so TTFT is measured on the prefill side
+  and excludes the transfer. The prompt's KV, kv_bytes_per_gpu(prompt) per GPU (each GPU sends its
+  own shard in parallel), then crosses the link in  bytes / (bandwidth · efficiency) + latency,
+  and the request joins the least-loaded of ``decode_replicas`` engines. The transfer (and any wait
+  there) therefore lands in the second token's gap, the first ITL. The prefill blocks are freed when
+  the transfer completes. Link: the GPU's scale-out NIC (``topology.network_link``) when it has one,
+  else PCIe (``topology.pcie_link``); transfers do not contend with each other. Both pools use the
+  same deployment.
+
+The time-average number of requests in the system (Little's L) is integrated here, event by event,
+independently of the per-request timestamps from which W is computed.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..deployment import Deployment
+from ..memory import kv_bytes_per_gpu
+from ..stepmodel import StepModel
+from ..topology import Link, network_link, pcie_link
+from .blocks import BlockManager, block_bytes_per_gpu, blocks_for
+from .ledger import Ledger
+from .requests import Request
+from .scheduler import Replica
+
+PREEMPTION = ("recompute", "swap")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    block_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    num_blocks: int  # per replica
+    preemption: str = "recompute"
+    replicas: int = 1
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill_replicas > 0
+
+
+@dataclass
+class Run:
+    """Everything the summary needs from one simulated run."""
+
+    ledger: Ledger
+    replicas: list[Replica]
+    config: EngineConfig
+    gpus_per_replica: int
+    start_s: float
+    end_s: float
+    in_system_area: float  # ∫ (requests in system) dt over [start, end]
+    link: Link | None = None
+    transfer_s: list[float] = field(default_factory=list)
+
+
+def kv_link(dep: Deployment) -> Link:
+    """Link between a prefill and a decode replica: scale-out NIC if the GPU has one, else PCIe."""
+    return network_link(dep.gpu) if dep.gpu.scaleout_bw > 0 else pcie_link(dep.gpu)
+
+
+def transfer_seconds(dep: Deployment, link: Link, prompt_tokens: int) -> float:
+    return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, prompt_tokens)) / link.effective_bw + link.latency
+
+
+def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
+    """Every request must fit one replica's pool alone, else it could never run (vLLM rejects it too)."""
+    for r in requests:
+        tokens = r.input_len + r.output_len - 1  # the last token is sampled, never cached
+        if blocks_for(tokens, cfg.block_size) > cfg.num_blocks:
+            raise ValueError(f"request {r.id}: input_len+output_len={r.input_len}+{r.output_len} needs "
+                             f"{blocks_for(tokens, cfg.block_size)} KV blocks of {cfg.block_size} tokens; a replica "
+                             f"holds {cfg.num_blocks}")
+
+
+def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
+                 progress: Callable[[int, int], None] | None = None) -> Run:
+    """Run every request to completion; see the module docstring."""
+    if cfg.preemption not in PREEMPTION:
+        raise ValueError(f"preemption={cfg.preemption!r} unknown; allowed: {', '.join(PREEMPTION)}")
+    _check_fits(requests, cfg)
+    order = sorted(requests, key=lambda r: r.arrival_s)
+    L = Ledger(order)
+    sm = StepModel(dep, cfg.max_num_batched_tokens)
+    swap_s = block_bytes_per_gpu(dep, cfg.block_size) / pcie_link(dep.gpu).effective_bw \
+        if cfg.preemption == "swap" else 0.0
+
+    def make(i: int, role: str) -> Replica:
+        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg.max_num_batched_tokens,
+                       cfg.max_num_seqs, cfg.preemption, swap_s, role)
+
+    if cfg.disaggregated:
+        front = [make(i, "prefill") for i in range(cfg.prefill_replicas)]
+        back = [make(cfg.prefill_replicas + i, "decode") for i in range(cfg.decode_replicas)]
+        link = kv_link(dep)
+    else:
+        front = back = [make(i, "both") for i in range(cfg.replicas)]
+        link = None
+    reps = front if front is back else front + back
+    transfers: list[float] = []
+
+    def least_loaded(pool: list[Replica]) -> Replica:
+        return pool[0] if len(pool) == 1 else min(pool, key=lambda r: r.outstanding)
+
+    n = len(L)
+    arrivals = L.arrival
+    heap: list = []
+    seq = 0
+    ia = done = in_sys = 0
+    area = 0.0
+    t_last = start = arrivals[0]
+    tick = max(1, n // 200)
+    touched: list[Replica] = []
+    while True:
+        t = arrivals[ia] if ia < n else math.inf
+        if heap and heap[0][0] <= t:
+            t = heap[0][0]
+        if t == math.inf:
+            break
+        area += in_sys * (t - t_last)
+        t_last = t
+        while heap and heap[0][0] <= t:
+            _, _, kind, rep, a, b = heapq.heappop(heap)
+            if kind == 0:  # step end: a = finished rids, b = handoffs
+                rep.busy = False
+                rep.outstanding -= len(a) + len(b)
+                in_sys -= len(a)
+                done += len(a)
+                for rid, blocks in b:
+                    dt = transfer_seconds(dep, link, L.P[rid])
+                    transfers.append(dt)
+                    seq += 1
+                    heapq.heappush(heap, (t + dt, seq, 1, rep, rid, blocks))
+                if progress and a and done // tick != (done - len(a)) // tick:
+                    progress(done, n)
+            else:  # transfer done: free the prefill copy, queue on a decode replica
+                rep.pool.release(b)
+                dst = least_loaded(back)
+                dst.waiting.append(a)
+                dst.outstanding += 1
+                touched.append(dst)
+            touched.append(rep)
+        while ia < n and arrivals[ia] <= t:
+            dst = least_loaded(front)
+            dst.waiting.append(ia)
+            dst.outstanding += 1
+            touched.append(dst)
+            in_sys += 1
+            ia += 1
+        for rep in touched:
+            if not rep.busy:
+                out = rep.start_step(t)
+                if out is not None:
+                    rep.busy = True
+                    seq += 1
+                    heapq.heappush(heap, (out[0], seq, 0, rep, out[1], out[2]))
+        touched.clear()
+    if progress:
+        progress(done, n)
+    lost = n - done
+    if lost or in_sys:
+        raise RuntimeError(f"simulator lost {lost} of {n} requests (in system: {in_sys})")
+    return Run(L, reps, cfg, dep.par.replica_gpus, start, t_last, area, link, transfers)
