@@ -47,16 +47,19 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
                     weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
                     emulate: bool = False, model_overrides: dict | None = None,
                     gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None,
-                    calibration=None, **parallel_options) -> Deployment:
+                    calibration=None, sliding_window: bool = True, **parallel_options) -> Deployment:
     """Build and validate a deployment; errors name the field, the value and what is allowed.
 
     ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp.
     ``parallel_options``: further :class:`Parallelism` fields (sequence_parallel, pp_split,
     microbatches, collective_algo, comm_overlap). ``calibration``: a Calibration, a file, 'none' or
     None (= the default: $INFERBOUND_CALIBRATION or the packaged fit); it adjusts the GPU's efficiency
-    factors before ``gpu_overrides`` (which win).
+    factors before ``gpu_overrides`` (which win). ``sliding_window=False`` models an engine that
+    ignores the model's sliding windows (full attention and cache on those layers).
     """
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
+    if not sliding_window:
+        m = m.without_sliding_windows()
     if isinstance(gpu, GPU):
         g = gpu
     else:

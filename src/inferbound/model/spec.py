@@ -110,6 +110,13 @@ class ModelSpec(BaseModel):
             raise ValueError("intermediate_size=0 but the model has dense MLP layers")
         return self
 
+    def without_sliding_windows(self) -> "ModelSpec":
+        """The same model as an engine that ignores sliding windows runs it: window layers attend to
+        (and cache) every token. Chunked attention is kept."""
+        layers = tuple(g.model_copy(update={"attention": "full", "window": None}) if g.attention == "window" else g
+                       for g in self.layers)
+        return self.model_copy(update={"layers": layers})
+
     @property
     def num_layers(self) -> int:
         return sum(g.count for g in self.layers)

@@ -10,8 +10,9 @@ vLLM's profiling rule (vLLM ``Worker.determine_num_available_blocks``), per GPU:
 
 Layers with a sliding or chunked window keep at most ``window`` tokens, so a long sequence needs fewer
 bytes there than ``blocks · block``; the pool counts every layer as full (block_size <= window), which
-is conservative: it never admits a sequence the real cache could not hold. With attention data
-parallel the per-GPU block is an average over the attention groups (memory.kv_bytes_per_gpu).
+is conservative: it never admits a sequence the real cache could not hold. With pipeline stages the
+block is the heaviest stage's share, and with attention data parallel an average over the attention
+groups (both as memory.kv_bytes_per_gpu and weight_bytes_per_gpu count them).
 """
 from __future__ import annotations
 

@@ -2,12 +2,17 @@
 
 One prediction per distinct setup (all metrics of a run share it). Blank dtypes follow the schema:
 weights default to bf16, activations to the weight format when that is a compute format (else bf16),
-the KV cache to the activations. ``num_gpus`` beyond tp·pp is data parallel.
+the KV cache to the activations. ``num_gpus`` beyond tp·pp is data parallel. Known departures of an
+engine from the model's architecture (data/frameworks.yaml) apply by the row's ``framework``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from typing import Callable
+
+import yaml
 
 from ..deployment import Deployment, make_deployment
 from ..estimate import estimate
@@ -21,6 +26,7 @@ class Prediction:
     row: Row
     predicted: float | None
     reason: str = ""  # why not covered
+    bound: str | None = None  # what binds the phase behind this metric (prefill for TTFT, else decode)
 
     @property
     def covered(self) -> bool:
@@ -32,6 +38,19 @@ class Prediction:
         return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
 
 
+@lru_cache(maxsize=1)
+def framework_profiles() -> dict:
+    return yaml.safe_load((resources.files("inferbound") / "data" / "frameworks.yaml").read_text()) or {}
+
+
+def framework_profile(framework: str) -> dict:
+    """Engine behaviour for a row's ``framework`` (data/frameworks.yaml, prefix match)."""
+    for name, prof in framework_profiles().items():
+        if framework.startswith(name):
+            return prof
+    return {}
+
+
 def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     weight = row.weight_dtype or "bf16"
     act = row.act_dtype or (weight if weight in ("bf16", "fp16", "fp8") else "bf16")
@@ -41,7 +60,8 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
                           weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files,
-                          calibration=calibration)
+                          calibration=calibration,
+                          sliding_window=framework_profile(row.framework).get("sliding_window", True))
     return dep
 
 
@@ -55,6 +75,7 @@ def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
         "requests_per_s": e.batch / e.e2e_s * replicas, "ttft_ms": e.ttft_s * 1e3, "itl_ms": e.tpot_s * 1e3,
         "tok_s_per_user": e.tok_s_per_user, "prefill_tok_s": e.prefill_tok_s,
         "achieved_mem_bw_gbps": weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par) / e.tpot_s / 1e9,
+        "_bound_prefill": e.prefill.bound, "_bound_decode": e.decode.bound,
     }
 
 
@@ -68,7 +89,7 @@ def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
                        num_requests=row.num_requests or DEFAULT_OFFLINE_REQUESTS)
     return {"output_tok_s": r.output_tok_s, "output_tok_s_per_gpu": r.output_tok_s_per_gpu,
             "total_tok_s": r.total_tok_s, "requests_per_s": r.requests_per_s, "tok_s_per_user": r.tok_s_per_user,
-            "itl_ms": r.step_time_s * 1e3}
+            "itl_ms": r.step_time_s * 1e3, "_bound_decode": r.bound}
 
 
 #: scenario -> function(deployment, row) -> {metric: value}
@@ -90,7 +111,8 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
                 raise ValueError(f"scenario={first.scenario!r} has no predictor")
             values = predictor(deployment_for(first, calibration, gpu_files), first)
             for r in group:
-                out[id(r)] = Prediction(r, float(values[r.metric])) if r.metric in values else \
+                bound = values.get("_bound_prefill" if r.metric == "ttft_ms" else "_bound_decode")
+                out[id(r)] = Prediction(r, float(values[r.metric]), bound=bound) if r.metric in values else \
                     Prediction(r, None, f"metric={r.metric!r} not predicted for scenario {r.scenario}")
         except (ValueError, KeyError) as e:
             reason = e.args[0] if e.args else str(e)

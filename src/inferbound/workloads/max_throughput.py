@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .. import steps
 from ..deployment import Deployment, make_deployment
 from ..energy import dollars_per_second, per_million
 from ..memory import kv_bytes_per_gpu, kv_capacity_bytes, runtime_defaults
@@ -50,6 +51,7 @@ class MaxThroughput:
     token_budget: int
     kv_reservation: str
     limited_by: str  # what stops a larger batch: kv-cache, token budget, requests, or throughput peak
+    bound: str  # what binds the decode step at the operating point: compute, memory or communication
     power_per_gpu_w: float
     joules_per_output_token: float
     output_tokens_per_joule: float
@@ -104,6 +106,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     out_tok_s = float(tput[i]) * reps
     power = float(watts[i])
     dps = dollars_per_second(dep.gpu, dep.num_gpus)
+    bound = steps.decode_cost(m, dep.gpu, dep.dtypes, par, dep.compute_dtype, best, ctx).bound
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
         concurrency=float(best * (1 + 1 / (output_len - 1))), decode_batch=int(best),
@@ -111,6 +114,6 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]) ,
         requests_per_s=out_tok_s / output_len, total_tok_s=out_tok_s * (input_len + output_len) / output_len,
         kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(c_kv), token_budget=budget,
-        kv_reservation=policy, limited_by=limited, power_per_gpu_w=power,
+        kv_reservation=policy, limited_by=limited, bound=str(bound), power_per_gpu_w=power,
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
         usd_per_million_output_tokens=per_million(dps, out_tok_s))

@@ -1,0 +1,137 @@
+"""``inferbound validate`` and ``inferbound calibrate``: score predictions on measured data, refit factors."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from ..validation import predict_rows, read_csv
+from ..validation.report import plot, row_records, summary, write_rows
+from . import app
+from .common import GpuFile, Json, console, print_json, run
+
+CsvFile = Annotated[Path, typer.Argument(help="CSV in the validation schema (see docs/accuracy.md)")]
+Calib = Annotated[str | None, typer.Option("--calibration", help="calibration YAML, 'default' or 'none' (catalog priors)")]
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:+.1%}" if x < 0 or x > 0 and False else f"{x:.1%}"
+
+
+@app.command()
+def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", help="write per-row CSV")] = None,
+             plot_file: Annotated[Path | None, typer.Option("--plot", help="predicted vs measured PNG")] = None,
+             calibration: Calib = None, gpu_file: GpuFile = None,
+             scenario: Annotated[str | None, typer.Option("--scenario", help="only rows of this scenario")] = None,
+             json: Json = False) -> None:
+    """Predict every row of a measured CSV and report the error per source, scenario and metric."""
+    def body():
+        rows, bad = read_csv(file)
+        if scenario:
+            rows = [r for r in rows if r.scenario == scenario]
+        if json or len(rows) < 50:
+            preds = predict_rows(rows, calibration=calibration, gpu_files=gpu_file)
+        else:
+            with Progress(transient=True, console=console) as prog:
+                task = prog.add_task("predicting", total=1)
+                preds = predict_rows(rows, calibration=calibration, gpu_files=gpu_file,
+                                     progress=lambda d, n: prog.update(task, completed=d, total=n))
+        s = summary(preds, bad)
+        if out:
+            write_rows(out, row_records(preds, bad))
+        if plot_file:
+            plot(preds, plot_file)
+        if json:
+            return print_json(s)
+        show_summary(s)
+    run(body)
+
+
+def show_summary(s: dict) -> None:
+    t = Table(title=f"Error per source, scenario and metric ({s['covered']} of {s['rows']} rows covered)")
+    for c in ("source", "scenario", "metric", "n", "MAPE", "median APE", "within ±25%", "bias", "not covered"):
+        t.add_column(c, justify="left" if c in ("source", "scenario", "metric") else "right")
+    for g in s["by_source_scenario_metric"]:
+        t.add_row(g["source"], g["scenario"], g["metric"], str(g["n"]),
+                  *(("-",) * 4 if not g["n"] else (f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
+                                                    f"{g['within_25']:.0%}", f"{g['bias']:+.1%}")),
+                  str(g["not_covered"]))
+    for name in ("throughput", "latency", "all"):
+        g = s[name]
+        if g["n"]:
+            t.add_row(f"[bold]{name.upper()}[/bold]", "", "", str(g["n"]), f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
+                      f"{g['within_25']:.0%}", f"{g['bias']:+.1%}", "")
+    console.print(t)
+    for r in s["not_covered_rows"]:
+        console.print(f"[yellow]not covered[/yellow] {r['case']} {r['metric']}: {r['reason']}", highlight=False)
+
+
+@app.command()
+def calibrate(file: CsvFile,
+              out: Annotated[Path, typer.Option("--out", help="calibration YAML to write")] = Path("calibration.yaml"),
+              scenarios: Annotated[str, typer.Option("--scenarios", help="scenarios to fit on")] = "static_batch,max_throughput",
+              cv: Annotated[str, typer.Option("--cv", help="leave-one-group-out keys: model,gpu or none")] = "model,gpu",
+              max_evals: Annotated[int, typer.Option("--max-evals", help="model evaluations per fit")] = 150,
+              json: Json = False) -> None:
+    """Fit efficiency factors (least squares on log error), cross-validate by model and GPU, write a calibration."""
+    def body():
+        from ..calibration.fit import cross_validate, error_bands, fit
+        rows, bad = read_csv(file)
+        wanted = {s.strip() for s in scenarios.split(",") if s.strip()}
+        rows = [r for r in rows if r.scenario in wanted]
+        if not rows:
+            raise ValueError(f"scenarios={scenarios!r}: no rows of these scenarios in {file}")
+        keys = [] if cv == "none" else [k.strip() for k in cv.split(",") if k.strip()]
+        for k in keys:
+            if k not in ("model", "gpu"):
+                raise ValueError(f"cv={cv!r}: allowed keys are model, gpu (comma-separated) or none")
+        with Progress(console=console, disable=json) as prog:
+            task = prog.add_task("fitting on all rows", total=max_evals)
+            cal, report = fit(rows, max_evals=max_evals, progress=lambda d, n: prog.update(task, completed=d))
+            oof = {}
+            for k in keys:
+                t2 = prog.add_task(f"leave-one-{k}-out", total=1)
+                oof[k] = cross_validate(rows, k, max_evals=max_evals,
+                                        progress=lambda d, n, t2=t2: prog.update(t2, completed=d, total=n))
+        fitted = predict_rows(rows, calibration=cal)
+        bounds = [p.bound for p in fitted]
+        band_errors = oof.get("model", np.array([p.error if p.covered else np.nan for p in fitted]))
+        cal.bands = error_bands(rows, band_errors, bounds)
+        cv_report = {k: cv_summary(rows, e, k) for k, e in oof.items()}
+        cal.meta = {"fitted_on": {"file": Path(file).name, "rows": len(rows), "scenarios": sorted(wanted)},
+                    "fit": report, "in_sample": summary(fitted)["throughput"] | {"latency": summary(fitted)["latency"]},
+                    "cross_validation": cv_report}
+        cal.save(out)
+        if json:
+            return print_json({"calibration": str(out), **cal.meta, "bands": cal.bands})
+        t = Table(title=f"Fitted factors (written to {out})")
+        for c in ("parameter", "prior", "fitted"):
+            t.add_column(c, justify="left" if c == "parameter" else "right")
+        for name, v in report["parameters"].items():
+            t.add_row(name, f"{v['prior']:.4g}", f"{v['fitted']:.4g}")
+        console.print(t)
+        for k, rep in cv_report.items():
+            ct = Table(title=f"Leave-one-{k}-out cross-validated error (factors fitted without that {k})")
+            for c in (k, "n", "MAPE", "median APE", "within ±25%", "bias"):
+                ct.add_column(c, justify="left" if c == k else "right")
+            for g in rep["groups"] + [rep["throughput"] | {k: "THROUGHPUT"}, rep["latency"] | {k: "LATENCY"}]:
+                if g["n"]:
+                    ct.add_row(str(g[k]), str(g["n"]), f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
+                               f"{g['within_25']:.0%}", f"{g['bias']:+.1%}")
+            console.print(ct)
+    run(body)
+
+
+def cv_summary(rows, errors, key: str) -> dict:
+    from ..validation.dataset import LATENCY_METRICS
+    from ..validation.metrics import summarize
+    groups = sorted({getattr(r, key) for r in rows})
+    out = [{key: g, **summarize([e for r, e in zip(rows, errors) if getattr(r, key) == g and np.isfinite(e)])}
+           for g in groups]
+    thr = [e for r, e in zip(rows, errors) if np.isfinite(e) and r.metric not in LATENCY_METRICS]
+    lat = [e for r, e in zip(rows, errors) if np.isfinite(e) and r.metric in LATENCY_METRICS]
+    return {"groups": out, "throughput": summarize(thr), "latency": summarize(lat)}

@@ -1,0 +1,83 @@
+"""Validation outputs: per-row CSV, summary tables (JSON-able) and the predicted-vs-measured plot."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .dataset import LATENCY_METRICS, Unreadable
+from .metrics import group_summary, summarize
+from .predict import Prediction
+
+ROW_FIELDS = ("case", "source", "scenario", "model", "gpu", "metric", "measured", "predicted", "error", "abs_error",
+              "bound", "covered", "reason")
+
+
+def row_records(preds: list[Prediction], unreadable: list[Unreadable] = ()) -> list[dict]:
+    out = []
+    for p in preds:
+        r = p.row
+        out.append({"case": r.case, "source": r.source, "scenario": r.scenario, "model": r.model, "gpu": r.gpu,
+                    "metric": r.metric, "measured": r.value, "predicted": p.predicted,
+                    "error": p.error, "abs_error": None if p.error is None else abs(p.error), "bound": p.bound,
+                    "covered": p.covered, "reason": p.reason})
+    for u in unreadable:
+        out.append({"case": u.case, "source": u.raw.get("source", ""), "scenario": u.raw.get("scenario", ""),
+                    "model": u.raw.get("model", ""), "gpu": u.raw.get("gpu", ""), "metric": u.metric,
+                    "measured": u.raw.get("value"), "predicted": None, "error": None, "abs_error": None,
+                    "bound": None, "covered": False, "reason": u.reason})
+    return out
+
+
+def write_rows(path: str | Path, records: list[dict]) -> None:
+    with Path(path).open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=ROW_FIELDS)
+        w.writeheader()
+        for rec in records:
+            w.writerow({k: ("" if rec.get(k) is None else rec.get(k)) for k in ROW_FIELDS})
+
+
+def summary(preds: list[Prediction], unreadable: list[Unreadable] = ()) -> dict:
+    """Overall, per throughput/latency class, and per source × scenario × metric; plus not covered."""
+    covered = [p for p in preds if p.covered]
+    thr = [p.error for p in covered if p.row.metric not in LATENCY_METRICS]
+    lat = [p.error for p in covered if p.row.metric in LATENCY_METRICS]
+    not_covered = [{"case": p.row.case, "metric": p.row.metric, "reason": p.reason} for p in preds if not p.covered]
+    not_covered += [{"case": u.case, "metric": u.metric, "reason": u.reason} for u in unreadable]
+    total = len(preds) + len(unreadable)
+    return {"rows": total, "covered": len(covered), "not_covered": len(not_covered),
+            "not_covered_share": len(not_covered) / total if total else 0.0,
+            "all": summarize([p.error for p in covered]), "throughput": summarize(thr), "latency": summarize(lat),
+            "by_source_scenario_metric": group_summary(preds), "by_model": group_summary(preds, ("model",)),
+            "by_gpu": group_summary(preds, ("gpu",)), "not_covered_rows": not_covered}
+
+
+def plot(preds: list[Prediction], path: str | Path, title: str = "inferbound: predicted vs measured") -> None:
+    """Log-log scatter of predicted against measured, one colour per source, with the ±25 % band."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    covered = [p for p in preds if p.covered]
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=120)
+    sources = sorted({p.row.source for p in covered})
+    for i, src in enumerate(sources):
+        pts = np.array([(p.row.value, p.predicted) for p in covered if p.row.source == src])
+        ax.scatter(pts[:, 0], pts[:, 1], s=14, alpha=0.75, label=f"{src} ({len(pts)})", color=f"C{i}")
+    if covered:
+        lo = min(min(p.row.value, p.predicted) for p in covered) / 1.5
+        hi = max(max(p.row.value, p.predicted) for p in covered) * 1.5
+        xs = np.geomspace(lo, hi, 50)
+        ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
+        ax.fill_between(xs, xs * 0.75, xs * 1.25, color="grey", alpha=0.15, label="±25 %")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (metric units: tok/s, ms, GB/s)")
+    ax.set_ylabel("predicted")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="both", alpha=0.2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
