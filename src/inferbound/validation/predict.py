@@ -16,6 +16,7 @@ import yaml
 
 from ..deployment import Deployment, make_deployment
 from ..estimate import estimate
+from .. import steps
 from ..memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
 from .dataset import Row
@@ -92,9 +93,24 @@ def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
             "itl_ms": r.step_time_s * 1e3, "_bound_decode": r.bound}
 
 
+def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
+    """Metrics of a serving run: Poisson arrivals at the row's rate through the simulator (sim/), fixed
+    lengths, seed 0; latency metrics are means over requests, as in the schema."""
+    from ..sim import simulate  # late import: the simulator is the heaviest module
+    n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
+    r = simulate(dep, rate=row.request_rate, requests=n, input_len=row.input_len, output_len=row.output_len,
+                 seed=0).summary
+    bound = steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype,
+                              max(1.0, r["mean_running"]), row.input_len + row.output_len / 2).bound
+    return {"ttft_ms": r["ttft_ms_mean"], "itl_ms": r["itl_ms_mean"], "output_tok_s": r["output_tok_s"],
+            "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "total_tok_s": r["total_tok_s"],
+            "requests_per_s": r["requests_per_s"], "tok_s_per_user": 1e3 / r["tpot_ms_mean"],
+            "_bound_decode": str(bound), "_bound_prefill": "compute"}
+
+
 #: scenario -> function(deployment, row) -> {metric: value}
 PREDICTORS: dict[str, Callable[[Deployment, Row], dict[str, float]]] = {
-    "static_batch": predict_static, "max_throughput": predict_max_throughput}
+    "static_batch": predict_static, "max_throughput": predict_max_throughput, "serving": predict_serving}
 
 
 def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=None) -> list[Prediction]:
