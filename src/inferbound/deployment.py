@@ -30,6 +30,7 @@ class Deployment:
     par: Parallelism
     dtypes: Dtypes
     compute_dtype: str
+    calibration: object = None  # the Calibration applied (None: catalog priors); gives error bands
 
     @property
     def num_gpus(self) -> int:
@@ -60,10 +61,10 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
     if not sliding_window:
         m = m.without_sliding_windows()
+    cal = resolve_calibration(calibration)
     if isinstance(gpu, GPU):
         g = gpu
     else:
-        cal = resolve_calibration(calibration)
         g = get_gpu(gpu, None, extra_paths=gpu_files)
         if cal is not None:
             g = cal.apply(g)
@@ -81,4 +82,4 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     from .layout import check_layout  # parallelism rules live with the parallelism model
     check_layout(m, g, par)
     dt = validated(Dtypes, weight=weight_dtype, act=act_dtype, kv=kv_dtype, emulate=emulate)
-    return Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate))
+    return Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal)

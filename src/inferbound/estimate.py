@@ -67,6 +67,7 @@ class Estimate:
     max_batch_at_context: int
     replicas: int = 1
     energy: dict = field(default_factory=dict)
+    bands: dict = field(default_factory=dict)  # expected relative error by metric kind (calibration residuals)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -101,7 +102,7 @@ class Estimate:
             "decode_gemm_compute_bound_batch": self.decode_gemm_compute_bound_batch,
             "decode_without_kv_cache_ms": self.decode_without_kv_cache_s * 1e3,
             "max_batch_at_context": self.max_batch_at_context, "replicas": self.replicas,
-            "energy": dict(self.energy), "warnings": list(self.warnings),
+            "energy": dict(self.energy), "error_bands": dict(self.bands), "warnings": list(self.warnings),
         }
 
 
@@ -139,6 +140,18 @@ def explain(label: str, bound: str, split: dict, time: float, comm_kinds: dict |
     parts = sorted(((v / time, k) for k, v in items.items()), reverse=True)
     shares = ", ".join(f"{k} {f:.0%}" for f, k in parts if f >= 0.01)
     return f"{label}: {BOUND_WORDS[bound]}, {shares}"
+
+
+def error_bands(dep: Deployment, scenario: str, prefill_bound: str, decode_bound: str) -> dict:
+    """Expected relative error of each kind of metric, from the calibration's out-of-fold residuals for
+    this scenario and bound (empty without a calibration)."""
+    cal = dep.calibration
+    if cal is None:
+        return {}
+    out = {"throughput": cal.band(scenario, "throughput", decode_bound),
+           "tpot": cal.band(scenario, "throughput", decode_bound),
+           "ttft": cal.band(scenario, "latency", prefill_bound)}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _compute_share(m, gpu, dt, par, compute_dtype, batches, context, gemm_only: bool):
@@ -202,11 +215,13 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
     reps = par.replicas
     energy = energy_summary(g, dep.num_gpus, prefill_j, decode_j, e2e, ttft,
                             input_tokens=reps * batch * input_len, output_tokens=reps * batch * output_len)
+    prefill_phase = _phase(pre, f"prefill of {batch}x{input_len} tokens on {layout}")
+    decode_phase = _phase(dec, f"decode at batch {batch}, context ~{mid:.0f} on {layout}")
+    bands = error_bands(dep, "static_batch", prefill_phase.bound, decode_phase.bound)
     return Estimate(
         model=m.name, gpu=g.id, num_gpus=dep.num_gpus, parallelism=par, dtypes=dt, compute_dtype=cdt,
         batch=batch, input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-        prefill=_phase(pre, f"prefill of {batch}x{input_len} tokens on {layout}"),
-        decode=_phase(dec, f"decode at batch {batch}, context ~{mid:.0f} on {layout}"),
+        prefill=prefill_phase, decode=decode_phase, bands=bands,
         memory=mem, decode_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid) if details else None,
         decode_gemm_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid, gemm_only=True) if details else None,
         decode_without_kv_cache_s=no_cache,

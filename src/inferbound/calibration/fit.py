@@ -147,3 +147,14 @@ def error_bands(rows: list[Row], rel_errors: np.ndarray, bounds: list[str | None
         for key in (f"{r.scenario}/{kind}/{b}", f"{r.scenario}/{kind}", f"*/{kind}", "*"):
             groups[key].append(abs(float(e)))
     return {k: round(float(np.quantile(v, q)), 4) for k, v in sorted(groups.items()) if len(v) >= 5}
+
+
+def fit_request_overhead(rows: list[Row], cal: Calibration) -> float:
+    """Front-end latency per request (s): the median of measured − predicted TTFT over serving rows
+    (predicted without it), floored at 0. One robust scalar: it does not change scheduling."""
+    ttft = [r for r in rows if r.scenario == "serving" and r.metric == "ttft_ms"]
+    if not ttft:
+        return 0.0
+    base = Calibration(cal.global_factors, cal.gpus, {}, {}, "fit")
+    gaps = [(p.row.value - p.predicted) / 1e3 for p in predict_rows(ttft, calibration=base) if p.covered]
+    return max(0.0, float(np.median(gaps))) if gaps else 0.0

@@ -5,6 +5,7 @@ File format (YAML)::
     schema_version: 1
     fitted_on: {file: measured.csv, rows: 421, date: ...}
     global: {kv_memory: 0.47, step_overhead_s: 0.0012, ...}       # applied to every GPU
+    serving: {request_overhead_s: 0.007}                             # front end (HTTP, tokenizer) per request
     gpus: {h100_sxm: {compute: 0.71, memory: 0.83, compute_by_dtype: {fp8: 0.55}}, ...}
     bands: {"static_batch/throughput/memory": 0.12, ...}            # 68th pct. |out-of-fold error|
     cross_validation: {...}                                           # report of the fit
@@ -36,6 +37,11 @@ class Calibration:
     bands: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
     source: str = "in-memory"
+    serving: dict = field(default_factory=dict)  # request_overhead_s: front-end latency added to TTFT
+
+    @property
+    def request_overhead_s(self) -> float:
+        return float(self.serving.get("request_overhead_s", 0.0))
 
     def overrides_for(self, gpu_id: str) -> dict:
         """Dotted overrides (efficiency.<field>, efficiency.compute_by_dtype.<dtype>) for one GPU."""
@@ -60,7 +66,7 @@ class Calibration:
 
     def to_yaml(self) -> str:
         doc = {"schema_version": 1, **({"fitted_on": self.meta.get("fitted_on")} if self.meta.get("fitted_on") else {}),
-               "global": self.global_factors, "gpus": self.gpus, "bands": self.bands,
+               "global": self.global_factors, "gpus": self.gpus, "serving": self.serving, "bands": self.bands,
                **{k: v for k, v in self.meta.items() if k != "fitted_on"}}
         return yaml.safe_dump(doc, sort_keys=False)
 
@@ -72,9 +78,9 @@ class Calibration:
 def from_dict(doc: dict, source: str) -> Calibration:
     if not isinstance(doc, dict) or doc.get("schema_version") != 1:
         raise ValueError(f"calibration={source!r}: not a calibration file (schema_version: 1 expected)")
-    meta = {k: v for k, v in doc.items() if k not in ("schema_version", "global", "gpus", "bands")}
+    meta = {k: v for k, v in doc.items() if k not in ("schema_version", "global", "gpus", "bands", "serving")}
     return Calibration(dict(doc.get("global") or {}), dict(doc.get("gpus") or {}), dict(doc.get("bands") or {}),
-                       meta, source)
+                       meta, source, dict(doc.get("serving") or {}))
 
 
 def load_file(path: str | Path) -> Calibration:

@@ -39,6 +39,8 @@ Emulate = Annotated[bool, typer.Option("--emulate", help="allow dtypes the GPU l
 Set = Annotated[list[str] | None, typer.Option("--set", help="override a model config field, KEY=VALUE")]
 GpuSet = Annotated[list[str] | None, typer.Option("--gpu-set", help="override a GPU field, KEY=VALUE (SI)")]
 GpuFile = Annotated[list[Path] | None, typer.Option("--gpu-file", help="extra hardware YAML file(s)")]
+Calibration = Annotated[str | None, typer.Option(
+    "--calibration", help="calibration YAML, 'default' (packaged fit) or 'none' (catalog priors)")]
 Json = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 
 

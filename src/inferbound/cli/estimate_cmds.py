@@ -13,7 +13,7 @@ from ..memory import max_batch, max_context, memory_report
 from ..roofline import ridge_point
 from ..workloads import max_throughput
 from . import app
-from .common import (ActDtype, AttentionDp, Batch, CollectiveAlgo, CommOverlap, Dp, Emulate, Ep, Gpu, GpuFile,
+from .common import (ActDtype, Calibration, AttentionDp, Batch, CollectiveAlgo, CommOverlap, Dp, Emulate, Ep, Gpu, GpuFile,
                      GpuSet, Input, Json, KvDtype, Microbatches, Model, Nodes, NumGpus, Output, Pp, PpSplit,
                      Requests, Scenario, SequenceParallel, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
 
@@ -27,6 +27,7 @@ DEPLOYMENT_OPTIONS: list[tuple[str, object, object]] = [
     ("collective_algo", CollectiveAlgo, "auto"), ("comm_overlap", CommOverlap, 0.0),
     ("weight_dtype", WeightDtype, "bf16"), ("act_dtype", ActDtype, "bf16"), ("kv_dtype", KvDtype, None),
     ("emulate", Emulate, False), ("set", Set, None), ("gpu_set", GpuSet, None), ("gpu_file", GpuFile, None),
+    ("calibration", Calibration, None),
 ]
 WORKLOAD_OPTIONS = [("batch", Batch, 8), ("input", Input, 1024), ("output", Output, 256)]
 
@@ -40,7 +41,7 @@ def deployment_from(o: dict) -> Deployment:
         microbatches=o["microbatches"], collective_algo=o["collective_algo"], comm_overlap=o["comm_overlap"],
         weight_dtype=o["weight_dtype"], act_dtype=o["act_dtype"], kv_dtype=o["kv_dtype"], emulate=o["emulate"],
         model_overrides=parse_sets(o["set"], "--set"), gpu_overrides=parse_sets(o["gpu_set"], "--gpu-set"),
-        gpu_files=o["gpu_file"])
+        gpu_files=o["gpu_file"], calibration=o["calibration"])
 
 
 def deployment_command(name: str, doc: str, extra: list | None = None):
@@ -98,9 +99,18 @@ def show_estimate(e: Estimate) -> None:
                     f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}")
     t.add_column("metric")
     t.add_column("value", justify="right")
-    rows = [("TTFT", ms(e.ttft_s)), ("TPOT", ms(e.tpot_s)), ("end-to-end", ms(e.e2e_s)),
-            ("output tok/s (total)", f"{e.output_tok_s:,.1f}"), ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.1f}"),
-            ("tok/s per user", f"{e.tok_s_per_user:,.1f}"), ("prefill tok/s", f"{e.prefill_tok_s:,.0f}"),
+    def band(kind: str) -> str:
+        b = e.bands.get(kind)
+        return f" (±{b:.0%})" if b is not None else ""
+    en = e.energy
+    usd = en.get("usd_per_million_output_tokens")
+    rows = [("TTFT", ms(e.ttft_s) + band("ttft")), ("TPOT", ms(e.tpot_s) + band("tpot")), ("end-to-end", ms(e.e2e_s)),
+            ("output tok/s (total)", f"{e.output_tok_s:,.1f}" + band("throughput")),
+            ("output tok/s per GPU", f"{e.output_tok_s_per_gpu:,.1f}" + band("throughput")),
+            ("tok/s per user", f"{e.tok_s_per_user:,.1f}" + band("tpot")), ("prefill tok/s", f"{e.prefill_tok_s:,.0f}"),
+            ("energy per output token", f"{en['joules_per_output_token']:.4f} J ({en['output_tokens_per_joule']:.2f} tok/J)"),
+            ("average power", f"{en['average_power_w']:,.0f} W for {e.num_gpus} GPU(s)"),
+            ("$ per M output tokens", "n/a (no price in catalog)" if usd is None else f"${usd:,.3f}"),
             ("memory per GPU", f"{gb(e.memory.total)} of {gb(e.memory.capacity)}"
                                f" ({'fits' if e.memory.fits else 'DOES NOT FIT'})"),
             ("  weights / KV / activations / reserve",
@@ -125,6 +135,8 @@ def show_estimate(e: Estimate) -> None:
     console.print(e.decode.explanation, highlight=False)
     for w in e.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    if not e.bands:
+        console.print("no error band: running without a calibration (--calibration none)", highlight=False)
 
 
 @deployment_command("roofline", "Per-operator roofline of the prefill step and a mid-generation decode step, "

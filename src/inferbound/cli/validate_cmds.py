@@ -79,10 +79,10 @@ def calibrate(file: CsvFile,
               json: Json = False) -> None:
     """Fit efficiency factors (least squares on log error), cross-validate by model and GPU, write a calibration."""
     def body():
-        from ..calibration.fit import cross_validate, error_bands, fit
-        rows, bad = read_csv(file)
+        from ..calibration.fit import cross_validate, error_bands, fit, fit_request_overhead
+        all_rows, bad = read_csv(file)
         wanted = {s.strip() for s in scenarios.split(",") if s.strip()}
-        rows = [r for r in rows if r.scenario in wanted]
+        rows = [r for r in all_rows if r.scenario in wanted]
         if not rows:
             raise ValueError(f"scenarios={scenarios!r}: no rows of these scenarios in {file}")
         keys = [] if cv == "none" else [k.strip() for k in cv.split(",") if k.strip()]
@@ -97,10 +97,16 @@ def calibrate(file: CsvFile,
                 t2 = prog.add_task(f"leave-one-{k}-out", total=1)
                 oof[k] = cross_validate(rows, k, max_evals=max_evals,
                                         progress=lambda d, n, t2=t2: prog.update(t2, completed=d, total=n))
+        cal.serving = {"request_overhead_s": round(fit_request_overhead(all_rows, cal), 6)}
         fitted = predict_rows(rows, calibration=cal)
         bounds = [p.bound for p in fitted]
         band_errors = oof.get("model", np.array([p.error if p.covered else np.nan for p in fitted]))
         cal.bands = error_bands(rows, band_errors, bounds)
+        serving = [r for r in all_rows if r.scenario == "serving"]
+        if serving and "serving" not in wanted:  # serving bands: in-sample (one fitted scalar, no CV)
+            sp = predict_rows(serving, calibration=cal)
+            cal.bands.update(error_bands(serving, np.array([p.error if p.covered else np.nan for p in sp]),
+                                         [p.bound for p in sp]))
         cv_report = {k: cv_summary(rows, e, k) for k, e in oof.items()}
         cal.meta = {"fitted_on": {"file": Path(file).name, "rows": len(rows), "scenarios": sorted(wanted)},
                     "fit": report, "in_sample": summary(fitted)["throughput"] | {"latency": summary(fitted)["latency"]},

@@ -95,14 +95,16 @@ def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
 
 def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
     """Metrics of a serving run: Poisson arrivals at the row's rate through the simulator (sim/), fixed
-    lengths, seed 0; latency metrics are means over requests, as in the schema."""
+    lengths, seed 0; latency metrics are means over requests, as in the schema. The calibration's
+    ``request_overhead_s`` (HTTP front end, tokenizer: outside the engine's steps) is added to TTFT."""
     from ..sim import simulate  # late import: the simulator is the heaviest module
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
     r = simulate(dep, rate=row.request_rate, requests=n, input_len=row.input_len, output_len=row.output_len,
                  seed=0).summary
     bound = steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype,
                               max(1.0, r["mean_running"]), row.input_len + row.output_len / 2).bound
-    return {"ttft_ms": r["ttft_ms_mean"], "itl_ms": r["itl_ms_mean"], "output_tok_s": r["output_tok_s"],
+    front_end_ms = (dep.calibration.request_overhead_s if dep.calibration is not None else 0.0) * 1e3
+    return {"ttft_ms": r["ttft_ms_mean"] + front_end_ms, "itl_ms": r["itl_ms_mean"], "output_tok_s": r["output_tok_s"],
             "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "total_tok_s": r["total_tok_s"],
             "requests_per_s": r["requests_per_s"], "tok_s_per_user": 1e3 / r["tpot_ms_mean"],
             "_bound_decode": str(bound), "_bound_prefill": "compute"}
