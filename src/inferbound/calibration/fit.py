@@ -89,9 +89,13 @@ def log_errors(rows: list[Row], cal: Calibration | None) -> np.ndarray:
     return np.array([math.log(p.predicted / p.row.value) if p.covered else 0.0 for p in preds])
 
 
-def fit(rows: list[Row], max_evals: int = 400, progress=None) -> tuple[Calibration, dict]:
-    """Least-squares fit (see module docstring); returns the calibration and a fit report."""
-    params = parameters(rows)
+def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float | None = PRIOR_SIGMA,
+        params: list[Param] | None = None) -> tuple[Calibration, dict]:
+    """Least-squares fit (see module docstring); returns the calibration and a fit report.
+
+    ``prior_sigma=None`` drops the prior term (pure least squares); ``params`` restricts the unknowns.
+    """
+    params = params if params is not None else parameters(rows)
     theta0 = np.log([p.prior for p in params])
     lo = np.log([p.bounds[0] for p in params])
     hi = np.log([p.bounds[1] for p in params])
@@ -103,7 +107,8 @@ def fit(rows: list[Row], max_evals: int = 400, progress=None) -> tuple[Calibrati
         if progress:
             progress(calls[0], max_evals)
         cal = calibration_from(params, np.exp(theta))
-        return np.concatenate([log_errors(rows, cal), (theta - theta0) / PRIOR_SIGMA])
+        prior = (theta - theta0) / prior_sigma if prior_sigma else np.zeros(0)
+        return np.concatenate([log_errors(rows, cal), prior])
 
     sol = least_squares(residuals, theta0, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=max_evals,
                         method="trf")
