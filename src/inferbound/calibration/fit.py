@@ -90,16 +90,18 @@ def log_errors(rows: list[Row], cal: Calibration | None) -> np.ndarray:
 
 
 def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float | None = PRIOR_SIGMA,
-        params: list[Param] | None = None) -> tuple[Calibration, dict]:
+        params: list[Param] | None = None, start: dict | None = None) -> tuple[Calibration, dict]:
     """Least-squares fit (see module docstring); returns the calibration and a fit report.
 
-    ``prior_sigma=None`` drops the prior term (pure least squares); ``params`` restricts the unknowns.
+    ``prior_sigma=None`` drops the prior term (pure least squares); ``params`` restricts the unknowns;
+    ``start`` ({param name: value}, e.g. a previous fit) is the first guess — the prior stays the catalog's.
     """
     params = params if params is not None else parameters(rows)
     theta0 = np.log([p.prior for p in params])
     lo = np.log([p.bounds[0] for p in params])
     hi = np.log([p.bounds[1] for p in params])
     theta0 = np.clip(theta0, lo + 1e-9, hi - 1e-9)
+    first = np.clip(np.log([(start or {}).get(p.name, p.prior) for p in params]), lo + 1e-9, hi - 1e-9)
     calls = [0]
 
     def residuals(theta):
@@ -110,7 +112,7 @@ def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float
         prior = (theta - theta0) / prior_sigma if prior_sigma else np.zeros(0)
         return np.concatenate([log_errors(rows, cal), prior])
 
-    sol = least_squares(residuals, theta0, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=max_evals,
+    sol = least_squares(residuals, first, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=max_evals,
                         method="trf")
     cal = calibration_from(params, np.exp(sol.x))
     report = {"parameters": {p.name: {"prior": p.prior, "fitted": float(np.exp(x))} for p, x in zip(params, sol.x)},
@@ -126,13 +128,18 @@ def folds_by(rows: list[Row], key: str) -> dict[str, list[int]]:
     return dict(groups)
 
 
-def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=None) -> np.ndarray:
-    """Out-of-fold relative errors (pred/measured − 1) per row, leaving out one ``key`` group at a time."""
+def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=None,
+                   start: dict | None = None) -> np.ndarray:
+    """Out-of-fold relative errors (pred/measured − 1) per row, leaving out one ``key`` group at a time.
+
+    Each fold is fitted afresh on the other groups (warm-started from ``start``, e.g. the full fit);
+    factors of a GPU left out fall back to the priors, as they would for a new GPU."""
     out = np.full(len(rows), np.nan)
     folds = folds_by(rows, key)
     for k, (name, test_idx) in enumerate(sorted(folds.items())):
-        train = [r for i, r in enumerate(rows) if i not in set(test_idx)]
-        cal, _ = fit(train, max_evals=max_evals)
+        held = set(test_idx)
+        train = [r for i, r in enumerate(rows) if i not in held]
+        cal, _ = fit(train, max_evals=max_evals, start=start)
         test = [rows[i] for i in test_idx]
         preds = predict_rows(test, calibration=cal)
         for i, p in zip(test_idx, preds):

@@ -95,7 +95,8 @@ def calibrate(file: CsvFile,
             oof = {}
             for k in keys:
                 t2 = prog.add_task(f"leave-one-{k}-out", total=1)
-                oof[k] = cross_validate(rows, k, max_evals=max_evals,
+                start = {name: v["fitted"] for name, v in report["parameters"].items()}
+                oof[k] = cross_validate(rows, k, max_evals=max_evals, start=start,
                                         progress=lambda d, n, t2=t2: prog.update(t2, completed=d, total=n))
         cal.serving = {"request_overhead_s": round(fit_request_overhead(all_rows, cal), 6)}
         fitted = predict_rows(rows, calibration=cal)
