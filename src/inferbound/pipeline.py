@@ -67,10 +67,12 @@ def _key(x):
     return (a.shape, a.tobytes())
 
 
-def stage_work(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq, imbalance):
+def stage_work(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq, imbalance,
+               attention: bool = True):
     """Operators (the work, no prices) of every stage; memoized, since re-pricing the same work with
-    other efficiency factors (calibration, hardware overrides) is the common case."""
-    key = (m, dt, par, _key(batch), _key(new), _key(past), float(logits_per_seq), float(imbalance))
+    other efficiency factors (calibration, hardware overrides) is the common case. ``attention=False``
+    leaves the attention operators out (the step model prices them itself)."""
+    key = (m, dt, par, _key(batch), _key(new), _key(past), float(logits_per_seq), float(imbalance), attention)
     hit = _WORK_CACHE.get(key)
     if hit is not None:
         _WORK_CACHE.move_to_end(key)
@@ -81,6 +83,8 @@ def stage_work(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, log
         stages = stage_layers(m, par)
         work = [forward_ops(m, dt, par, batch, new, past, logits_per_seq, layers=layers, first=i == 0,
                             last=i == len(stages) - 1, moe_imbalance=imbalance) for i, layers in enumerate(stages)]
+    if not attention:
+        work = [[op for op in ops if op.kind != "attention"] for ops in work]
     _WORK_CACHE[key] = work
     if len(_WORK_CACHE) > _WORK_CACHE_SIZE:
         _WORK_CACHE.popitem(last=False)
@@ -88,8 +92,9 @@ def stage_work(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, log
 
 
 def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: str, batch, new, past,
-              phase: str, logits_per_seq: float = 1) -> StepCost:
-    """Time of one step (prefill, decode or mixed) of ``batch`` sequences on the whole deployment."""
+              phase: str, logits_per_seq: float = 1, attention: bool = True) -> StepCost:
+    """Time of one step (prefill, decode or mixed) of ``batch`` sequences on the whole deployment
+    (``attention=False``: everything but the attention operators)."""
     pricer = comm_pricer(gpu, par)
     imb = gpu.efficiency.moe_imbalance
 
@@ -97,11 +102,11 @@ def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: st
         return price_step(ops, gpu, compute_dtype, dt.kv_dtype, pricer, par.comm_overlap)
 
     if par.pp == 1:
-        return price(stage_work(m, dt, par, batch, new, past, logits_per_seq, imb)[0])
+        return price(stage_work(m, dt, par, batch, new, past, logits_per_seq, imb, attention)[0])
     batch = np.asarray(batch, dtype=float)
     mb = np.minimum(batch, par.pp) if par.microbatches is None else np.minimum(batch, par.microbatches)
     b = batch / mb
-    costs = [price(ops) for ops in stage_work(m, dt, par, b, new, past, logits_per_seq, imb)]
+    costs = [price(ops) for ops in stage_work(m, dt, par, b, new, past, logits_per_seq, imb, attention)]
     times = np.stack(np.broadcast_arrays(*[np.asarray(c.time, dtype=float) for c in costs]))
     link = place(gpu, par, 2, par.tp * par.attention_groups)
     send, _ = p2p(b / par.attention_groups * np.asarray(new, dtype=float) * m.hidden_size

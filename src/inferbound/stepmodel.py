@@ -4,15 +4,19 @@ A serving step runs D decoding sequences (contexts c_i) and prefill chunks (sequ
 tokens after p_j cached ones): T = D + Σ n_j tokens. Its time splits into
 
 - everything but attention (GEMMs, experts, norms, collectives, pipeline, overheads), which depends
-  only on T: tabulated as G(T) = step_cost(batch=T, new=1, past=0, no logits) for T = 0..max_tokens
+  only on T: tabulated as G(T) = step_cost(batch=T, new=1, past=0, no logits, no attention operators)
+  for T = 0..max_tokens
   (one vectorized call through the same operators and pricing engine as ``estimate``), plus the LM
   head for the S = D + chunks sequences sampled, G_logits(S) − G(S);
 - attention, per layer group g: F_g = f_g·(pairs) FLOPs and B_g = b_g·(cached tokens) + a_g·T bytes,
   where decode adds pairs = cached = min(c_i + 1, W_g) per sequence and a chunk adds
   pairs = attended_pairs(p_j, n_j, W_g), cached = min(p_j + n_j, W_g). The coefficients are read off
-  the attention operator itself; the group's time is count·max(F/(P·e_c), B/(W·e_m)).
+  the attention operator itself; the group's time is count·(max(F/(P·e_c), B/(W·e_kv)) + kernel overhead).
 
-With pp stages and m = min(D + chunks, pp) micro-batches, attention adds A/m (see pipeline.py).
+With pp stages the tables hold one micro-batch passing every stage (G summed over stages, sends
+included). A step of S sequences runs as m = min(S, pp) micro-batches of T/m tokens; with f the time
+of one micro-batch through all stages, f = G(T/m) + G_logits(S/m) + A/m, and balanced stages, the
+step takes max(m·f/pp, f) (pipeline.py's decode formula with t_i = f/pp).
 Power per step follows energy.py from the step's FLOPs and bytes.
 """
 from __future__ import annotations
@@ -42,9 +46,12 @@ class StepModel:
                                           [self.max_tokens]])).astype(float)
         self.grid = t
         self.exact = t.size == self.max_tokens + 1
+        if par.pp > 1:  # tables of one micro-batch through all stages
+            par = par.model_copy(update={"microbatches": 1})
         tables = []
         for logits in (0, 1):  # without and with one row of logits per token
-            cost = steps.step_cost(m, g, dt, par, cdt, np.maximum(t, 1), 1, 0, "decode", logits_per_seq=logits)
+            cost = steps.step_cost(m, g, dt, par, cdt, np.maximum(t, 1), 1, 0, "decode", logits_per_seq=logits,
+                                   attention=False)
             flops, moved = step_flops_bytes(cost)
             tables.append([np.broadcast_to(np.asarray(x, dtype=float), t.shape).copy()
                            for x in (cost.time, flops, moved)])
@@ -55,6 +62,7 @@ class StepModel:
         att = attention_dtype(g, cdt, dt.kv_dtype)
         self._peak = g.peak_flops[att] * compute_eff(g, att)
         self._bw = g.hbm_bw * g.efficiency.kv_memory_fraction
+        self._launch = g.efficiency.kernel_overhead_s
         self.groups = []  # (count, window, f_decode, f_prefill, b_cached, a_token)
         for grp in _merged_groups(m):
             def att_op(batch, new, past):
@@ -82,7 +90,7 @@ class StepModel:
                 flops += f_pre * float(attended_pairs(past, new, window, grp.attention == "chunked"))
                 cached += float(attention_reads(grp, past + new))
             moved = b_cached * cached + a_tok * n_tok
-            total_t += grp.count * max(flops / self._peak, moved / self._bw)
+            total_t += grp.count * (max(flops / self._peak, moved / self._bw) + self._launch)
             total_f += grp.count * flops
             total_b += grp.count * moved
         return total_t, total_f, total_b
@@ -107,14 +115,14 @@ class StepModel:
                                                                          grp.attention == "chunked")
             cached = cached + pre_seqs * attention_reads(grp, np.asarray(pre_past) + pre_new)
             moved = b_cached * cached + a_tok * tokens
-            a_t = a_t + grp.count * np.maximum(flops / self._peak, moved / self._bw)
+            a_t = a_t + grp.count * (np.maximum(flops / self._peak, moved / self._bw) + self._launch)
             a_f, a_b = a_f + grp.count * flops, a_b + grp.count * moved
         mb = np.maximum(1.0, np.minimum(seqs, self.pp))
-        t = table(self.base_time, tokens) + table(self.logit_time, seqs) + a_t / mb
-        watts = power_w(self.dep.gpu, self.dep.compute_dtype,
-                        table(self.base_flops, tokens) + table(self.logit_flops, seqs) + a_f,
-                        table(self.base_bytes, tokens) + table(self.logit_bytes, seqs) + a_b, t)
-        return t, watts
+        f = table(self.base_time, tokens / mb) + table(self.logit_time, seqs / mb) + a_t / mb
+        t = np.maximum(mb * f / self.pp, f)
+        flops = mb * (table(self.base_flops, tokens / mb) + table(self.logit_flops, seqs / mb)) + a_f
+        moved = mb * (table(self.base_bytes, tokens / mb) + table(self.logit_bytes, seqs / mb)) + a_b
+        return t, power_w(self.dep.gpu, self.dep.compute_dtype, flops, moved, t)
 
     def step(self, dec_ctx, chunks=()) -> tuple[float, float]:
         """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``."""
@@ -125,14 +133,17 @@ class StepModel:
         seqs = dec_ctx.size + len(chunks)
         mb = max(1, min(seqs, self.pp))
         a_t, a_f, a_b = self._attention(dec_ctx, chunks)
-        if not self.exact:
-            def at(x, i):
-                return float(np.interp(i, self.grid, x))
-        else:
+        if self.exact and mb == 1:
             def at(x, i):
                 return x[i]
-        t = at(self.base_time, tokens) + at(self.logit_time, seqs) + a_t / mb
-        watts = power_w(self.dep.gpu, self.dep.compute_dtype,
-                        at(self.base_flops, tokens) + at(self.logit_flops, seqs) + a_f,
-                        at(self.base_bytes, tokens) + at(self.logit_bytes, seqs) + a_b, t)
-        return float(t), float(watts)
+        else:
+            def at(x, i):
+                return float(np.interp(i, self.grid, x))
+        f = at(self.base_time, tokens / mb if mb > 1 else tokens) + at(self.logit_time, seqs / mb if mb > 1 else seqs) \
+            + a_t / mb
+        t = max(mb * f / self.pp, f)
+        flops = mb * (at(self.base_flops, tokens / mb if mb > 1 else tokens)
+                      + at(self.logit_flops, seqs / mb if mb > 1 else seqs)) + a_f
+        moved = mb * (at(self.base_bytes, tokens / mb if mb > 1 else tokens)
+                      + at(self.logit_bytes, seqs / mb if mb > 1 else seqs)) + a_b
+        return float(t), float(power_w(self.dep.gpu, self.dep.compute_dtype, flops, moved, t))

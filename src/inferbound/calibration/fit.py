@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..hardware import get_gpu
+from ..hardware import get_gpu, load_catalog
 from ..validation.dataset import LATENCY_METRICS, Row
 from ..validation.predict import deployment_for, predict_rows
 from .model import Calibration
@@ -52,9 +52,10 @@ def compute_dtype_of(row: Row) -> str:
 
 def parameters(rows: list[Row]) -> list[Param]:
     """The unknowns the rows can inform, with their catalog priors."""
-    by_gpu = Counter(r.gpu for r in rows)
+    known = set(load_catalog())
+    by_gpu = Counter(r.gpu for r in rows if r.gpu in known)  # rows of unknown GPUs are not covered anyway
     params: list[Param] = []
-    ref = get_gpu(next(iter(by_gpu))).efficiency if by_gpu else None
+    ref = get_gpu(next(iter(by_gpu), "h100_sxm")).efficiency  # global priors: the efficiency.yaml defaults
     for f in GLOBAL_FIELDS:
         params.append(Param(None, f, float(getattr(ref, "kv_memory_fraction" if f == "kv_memory" else f))))
     for gpu_id, n in sorted(by_gpu.items()):
@@ -139,6 +140,8 @@ def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=Non
     for k, (name, test_idx) in enumerate(sorted(folds.items())):
         held = set(test_idx)
         train = [r for i, r in enumerate(rows) if i not in held]
+        if not train:  # one group only: nothing to fit on without it; its rows stay uncovered (NaN)
+            continue
         cal, _ = fit(train, max_evals=max_evals, start=start)
         test = [rows[i] for i in test_idx]
         preds = predict_rows(test, calibration=cal)

@@ -10,7 +10,7 @@ from rich.table import Table
 from ..deployment import make_deployment
 from ..sim import simulate as run_simulation
 from . import app
-from .common import (ActDtype, Ep, Gpu, GpuFile, GpuSet, Input, Json, KvDtype, Model, Nodes, NumGpus, Output, Pp,
+from .common import (Calibration, ActDtype, Ep, Gpu, GpuFile, GpuSet, Input, Json, KvDtype, Model, Nodes, NumGpus, Output, Pp,
                      Set, Tp, WeightDtype, console, parse_sets, print_json, run)
 
 PROGRESS_ABOVE = 2000  # requests; shorter runs finish in about a second, a bar would only flicker
@@ -46,14 +46,16 @@ def simulate(model: Model = "llama-3.1-8b", gpu: Gpu = "h100_sxm", num_gpus: Num
              slo_tpot_ms: Annotated[float | None, typer.Option("--slo-tpot-ms", help="goodput SLO on TPOT")] = None,
              slo_e2e_ms: Annotated[float | None, typer.Option("--slo-e2e-ms", help="goodput SLO on latency")] = None,
              plot: Annotated[Path | None, typer.Option("--plot", help="write queue/KV/TTFT plots to FILE.png")] = None,
-             set: Set = None, gpu_set: GpuSet = None, gpu_file: GpuFile = None, json: Json = False) -> None:
+             set: Set = None, gpu_set: GpuSet = None, gpu_file: GpuFile = None,
+             calibration: Calibration = None, json: Json = False) -> None:
     """Serving simulation: arrivals, continuous batching, chunked prefill, preemption; latency percentiles,
     throughput, goodput, energy and cost."""
     def body():
         dep = make_deployment(model=model, gpu=gpu, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, nodes=nodes,
                               weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
                               model_overrides=parse_sets(set, "--set"),
-                              gpu_overrides=parse_sets(gpu_set, "--gpu-set"), gpu_files=gpu_file)
+                              gpu_overrides=parse_sets(gpu_set, "--gpu-set"), gpu_files=gpu_file,
+                              calibration=calibration)
         if plot is not None and plot.suffix.lower() != ".png":
             raise ValueError(f"--plot={str(plot)!r} must end in .png")
         res = run_simulation(dep, rate=rate, requests=requests, input_len=input, output_len=output,

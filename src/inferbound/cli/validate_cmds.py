@@ -30,15 +30,18 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
              json: Json = False) -> None:
     """Predict every row of a measured CSV and report the error per source, scenario and metric."""
     def body():
+        from ..calibration import resolve
+        cal = resolve(calibration)  # a bad path fails here, once, with exit code 2
+        calib = cal if cal is not None else "none"
         rows, bad = read_csv(file)
         if scenario:
             rows = [r for r in rows if r.scenario == scenario]
         if json or len(rows) < 50:
-            preds = predict_rows(rows, calibration=calibration, gpu_files=gpu_file)
+            preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file)
         else:
             with Progress(transient=True, console=console) as prog:
                 task = prog.add_task("predicting", total=1)
-                preds = predict_rows(rows, calibration=calibration, gpu_files=gpu_file,
+                preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file,
                                      progress=lambda d, n: prog.update(task, completed=d, total=n))
         s = summary(preds, bad)
         if out:

@@ -50,7 +50,7 @@ class Row:
         """Rows that describe the same run (one prediction serves all their metrics)."""
         return (self.source, self.model, self.gpu, self.num_gpus, self.tp, self.pp, self.ep, self.weight_dtype,
                 self.act_dtype, self.kv_dtype, self.scenario, self.batch_size, self.request_rate,
-                self.num_requests, self.input_len, self.output_len)
+                self.num_requests, self.input_len, self.output_len, self.framework)
 
 
 @dataclass

@@ -68,9 +68,9 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     """Find the decode batch that maximizes output tokens/s (see module docstring)."""
     dep = deployment or make_deployment(**deployment_kwargs)
     d = runtime_defaults()
-    budget = int(token_budget or d["memory"]["default_token_budget"])
-    policy = kv_reservation or d["max_throughput"]["kv_reservation"]
-    block = int(block_size or d["max_throughput"]["kv_block_size"])
+    budget = int(d["memory"]["default_token_budget"] if token_budget is None else token_budget)
+    policy = d["max_throughput"]["kv_reservation"] if kv_reservation is None else kv_reservation
+    block = int(d["max_throughput"]["kv_block_size"] if block_size is None else block_size)
     for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1),
                          ("token_budget", budget, 1), ("block_size", block, 1)):
         if v < low:
@@ -88,7 +88,9 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
     d_kv = int(c_kv / (1 + 1 / (output_len - 1)))
     caps = {"kv-cache": d_kv, "token budget": d_budget, "requests": num_requests}
-    if max_num_seqs:
+    if max_num_seqs is not None:
+        if max_num_seqs < 1:
+            raise ValueError(f"max_num_seqs={max_num_seqs} must be >= 1")
         caps["max_num_seqs"] = int(max_num_seqs)
     d_max = min(caps.values())
     if d_max < 1:

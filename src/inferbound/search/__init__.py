@@ -1,0 +1,151 @@
+"""Search deployments: GPU types x GPU counts x layouts x dtypes x concurrency, ranked and explained.
+
+:func:`search` enumerates the space (``space.py``), evaluates every layout at every concurrency as
+numpy arrays (``evaluate.py``, through the step model that ``estimate`` and ``max_throughput`` use)
+on a backend (``backends.py``: local or Ray), applies the SLOs and budgets (``metrics.py``), picks
+each layout's best concurrency and ranks the layouts (``rank.py``), and explains the top rows
+(``explain.py``). Frontiers: ``pareto.py``; plots: ``plot.py``; launch commands: ``emit.py``.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..memory import runtime_defaults
+from ..model import ModelSpec, load_model
+from .backends import BACKENDS, evaluate_all
+from .emit import ENGINES, emit_command
+from .evaluate import Workload, step_model
+from .explain import explain_step, step_split
+from .metrics import OBJECTIVES, SENSE, Constraint, Points, constraints_from, violation
+from .pareto import pareto_mask
+from .rank import best_per_layout, closest_miss, limit_at
+from .result import Row, SearchResult, make_row, unit_label, winner_reason
+from .space import build_space, resolve_gpus, search_defaults
+
+__all__ = ["search", "SearchResult", "Row", "pareto_mask", "emit_command", "OBJECTIVES", "ENGINES", "BACKENDS",
+           "SENSE"]
+
+
+def _check(name: str, v, low, integer: bool = True):
+    if v is None:
+        return None
+    if (integer and int(v) != v) or v < low:
+        raise ValueError(f"{name}={v} must be {'an integer ' if integer else ''}>= {low}")
+    return v
+
+
+def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpus: int | None = None,
+           objective: str = "tok_s_per_gpu", slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+           slo_e2e_ms: float | None = None, max_dollars_per_hour: float | None = None,
+           max_watts: float | None = None, max_total_gpus: int | None = None, target_rate: float | None = None,
+           input_len: int = 1024, output_len: int = 256, disaggregated: bool = False, backend: str = "local",
+           ray_address: str | None = None, progress=None, calibration=None, dtypes: list[str] | None = None,
+           all_layouts: bool = False, top: int | None = None, token_budget: int | None = None) -> SearchResult:
+    """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
+
+    ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
+    data/search.yaml). SLOs in ms; budgets bound the fleet (one unit, or the units ``target_rate``
+    requests/s need). ``objective``: tok_s_per_gpu, tok_s_per_user, tokens_per_joule, usd_per_mtok or
+    gpus_for_rate (needs ``target_rate``). ``progress(done, total)`` is called while layouts evaluate.
+    Raises ValueError naming the closest miss when no configuration meets the constraints.
+    """
+    t0 = time.perf_counter()
+    d = search_defaults()
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r} unknown; allowed: {', '.join(OBJECTIVES)}")
+    if objective == "gpus_for_rate" and target_rate is None:
+        raise ValueError("objective='gpus_for_rate' needs target_rate (requests/s); e.g. --target-rate 10")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} unknown; allowed: {', '.join(BACKENDS)}")
+    _check("input_len", input_len, 1)
+    _check("output_len", output_len, 2)
+    _check("top", top, 1)
+    _check("max_total_gpus", max_total_gpus, 1)
+    if target_rate is not None and not (np.isfinite(target_rate) and target_rate > 0):
+        raise ValueError(f"target_rate={target_rate} must be a positive number of requests/s")
+    max_gpus = int(_check("max_gpus", max_gpus if max_gpus is not None else d["space"]["max_gpus"], 1))
+    constraints = constraints_from(slo_ttft_ms, slo_tpot_ms, slo_e2e_ms, max_dollars_per_hour, max_watts,
+                                   max_total_gpus)
+    rt = runtime_defaults()
+    w = Workload(input_len=int(input_len), output_len=int(output_len),
+                 token_budget=int(_check("token_budget", token_budget, 1) or rt["memory"]["default_token_budget"]),
+                 kv_reservation=rt["max_throughput"]["kv_reservation"],
+                 block_size=int(rt["max_throughput"]["kv_block_size"]), disaggregated=bool(disaggregated),
+                 max_decode_replicas=int(d["evaluation"]["max_decode_replicas"]))
+    m = model if isinstance(model, ModelSpec) else load_model(model)
+    space = build_space(m, resolve_gpus(gpus, calibration), max_gpus, dtypes, all_layouts)
+    deps = space.deployments
+    if not deps:
+        raise ValueError(f"no layout of {m.name} fits within max_gpus={max_gpus}: {space.skipped_summary()}")
+    per_layout = evaluate_all(deps, w, backend, ray_address, progress)
+    labels = [f"{dep.label()} {c}" for dep, c in zip(deps, space.combos)]
+    for dep, lab, p in zip(deps, labels, per_layout):
+        if p is None:
+            space.skip("KV cache holds no request", lab)
+    price = np.array([np.nan if dep.gpu.price_per_hour is None else dep.gpu.price_per_hour for dep in deps])
+    points = Points.concat(per_layout, price, w.output_len, target_rate)
+    notes = []
+    feasible = _feasible(points, constraints, objective, notes)
+    if not np.any(feasible):
+        raise ValueError(_no_fit_message(points, constraints, labels, m.name, space))
+    order = best_per_layout(points, feasible, objective)[: int(top or d["output"]["top"])]
+    rows = []
+    for rank, i in enumerate(order, start=1):
+        k = int(points.layout[i])
+        rows.append(_row(rank, deps[k], space.combos[k], per_layout[k], points, int(i), w, objective, feasible,
+                         constraints))
+    return SearchResult(model=m.name, workload=w, objective=objective, constraints=constraints, table=rows,
+                        winner_reason=winner_reason(rows, objective), points=points, feasible=feasible,
+                        labels=labels, skipped=dict(space.skipped), skipped_examples=dict(space.examples),
+                        elapsed_s=time.perf_counter() - t0, backend=backend, notes=notes,
+                        default_frontier=tuple(d["output"]["frontier"]))
+
+
+def _feasible(points: Points, constraints: list[Constraint], objective: str, notes: list[str]) -> np.ndarray:
+    ok = violation(points, constraints) <= 1.0
+    if objective == "usd_per_mtok":
+        priced = np.isfinite(points.price[points.layout])
+        if not np.any(priced):
+            raise ValueError("objective='usd_per_mtok' needs GPU prices, and none of the searched GPUs has "
+                             "price_usd_per_gpu_hr_approx; allowed: choose GPUs with a price (`inferbound gpus`)")
+        if not np.all(priced):
+            notes.append(f"{np.count_nonzero(~priced):,} configurations on GPUs without a price are left out "
+                         f"of the $/M-token ranking")
+        ok &= priced
+    return ok
+
+
+def _no_fit_message(points: Points, constraints: list[Constraint], labels: list[str], model: str, space) -> str:
+    if len(points) == 0:
+        return f"no configuration of {model} holds one request: {space.skipped_summary()}"
+    wanted = " and ".join(c.label for c in constraints) or "the objective"
+    i = closest_miss(points, constraints)
+    if i is None:
+        return f"no configuration meets {wanted}: no searched GPU has the figures they need (e.g. a price)"
+    vals = ", ".join(f"{c.metric} {_short(points.metric(c.metric, slice(i, i + 1))[0])}" for c in constraints)
+    p = points
+    unit = labels[int(p.layout[i])]
+    if p.prefill_replicas[i]:
+        unit = f"{p.prefill_replicas[i]}P+{p.decode_replicas[i]}D x ({unit})"
+    return f"no configuration meets {wanted}: closest is {unit} at concurrency {p.concurrency[i]} with {vals}"
+
+
+def _short(v: float) -> str:
+    if not np.isfinite(v):
+        return "n/a"
+    return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, feasible, constraints) -> Row:
+    limit = limit_at(points, i, feasible, constraints, lp.cap)
+    row = make_row(rank, dep, combo, points, i, w, objective, limit, lp.kv_capacity_bytes)
+    groups = dep.par.attention_groups
+    sm = step_model(dep, w.token_budget * groups + groups)
+    dec = float(points.concurrency[i])
+    prompt_tokens = 0.0 if w.disaggregated else dec * w.input_len / (w.output_len - 1)
+    split = step_split(dep, sm, dec, prompt_tokens, prompt_tokens / w.input_len, float(points.step_s[i]))
+    what = f"{dec:.0f} decodes" + (f" + {prompt_tokens:,.0f} prompt tokens" if prompt_tokens else "")
+    row.bound, row.explanation = explain_step(split, f"its step ({what} on {unit_label(row)})")
+    return row

@@ -1,0 +1,180 @@
+"""The search space: GPU types x GPU counts x parallel layouts x dtype combinations, validated.
+
+For each GPU type and each GPU count N = 1, 2, 4, ... <= ``max_gpus`` a *replica layout* is a
+(tp, pp, ep, attention-dp) with
+
+    N = tp · pp · dp_attention        (dp_attention > 1 only for MoE models, with ep = tp · dp_attention)
+    nodes = ceil(N / machine)         machine = links.yaml max_gpus_per_node (8), or the scale-up
+                                      domain for rack-scale GPUs (NVL72), as topology.check_nodes allows
+    tp <= N / nodes                   (engines keep tensor parallelism inside a machine)
+
+Plain data parallelism is not a separate axis: dp replicas are independent engines, so per-GPU,
+per-user, per-joule and per-dollar figures of tp·pp·dp equal those of tp·pp; the search reports the
+replicas a target request rate needs instead (``fleet_replicas``).
+
+Each layout is tried with every dtype combination of data/search.yaml the GPU runs natively. Every
+candidate goes through :func:`make_deployment` (the same layout checks as ``estimate``); a ValueError
+skips it, and so do layouts whose weights leave no KV room for one request, or that the engine
+guidance of search.yaml rules out (pipeline parallelism where TP fits one NVLink island, partial EP).
+Every skip is counted under its reason, with an example: nothing is dropped silently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from ..calibration.model import resolve as resolve_calibration
+from ..config import Parallelism
+from ..deployment import Deployment, make_deployment
+from ..hardware import GPU, get_gpu, load_catalog
+from ..memory import runtime_defaults, weight_bytes_per_gpu
+from ..model import ModelSpec
+from ..topology import island_size, link_defaults
+
+
+@lru_cache(maxsize=1)
+def search_defaults() -> dict:
+    return yaml.safe_load((resources.files("inferbound") / "data" / "search.yaml").read_text())
+
+
+@dataclass(frozen=True)
+class DtypeCombo:
+    name: str
+    weight: str
+    act: str
+    kv: str
+    needs: str | None = None
+
+
+def dtype_combos(names: list[str] | None = None) -> list[DtypeCombo]:
+    """The dtype combinations of data/search.yaml, optionally only those named."""
+    combos = [DtypeCombo(**c) for c in search_defaults()["space"]["dtypes"]]
+    if names is None:
+        return combos
+    known = {c.name: c for c in combos}
+    if not names:
+        raise ValueError(f"dtypes={names!r} is empty; allowed: {', '.join(known)}")
+    for n in names:
+        if n not in known:
+            raise ValueError(f"dtypes={n!r} unknown; allowed: {', '.join(known)}")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+@dataclass
+class Space:
+    """Valid deployments (replica layouts) and the candidates skipped, by reason."""
+
+    deployments: list[Deployment]
+    combos: list[str]  # dtype combination name of each deployment
+    skipped: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def skip(self, reason: str, example: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.examples.setdefault(reason, example)
+
+    def skipped_summary(self) -> str:
+        """'weights do not fit: 120 (e.g. 1x l4 TP1 bf16); ...' (empty when nothing was skipped)."""
+        return "; ".join(f"{r}: {n} (e.g. {self.examples[r]})" for r, n in
+                         sorted(self.skipped.items(), key=lambda kv: -kv[1]))
+
+
+def resolve_gpus(gpus: list[str] | None, calibration=None) -> list[GPU]:
+    """Catalog GPUs by id (all when None), calibrated as make_deployment would calibrate them."""
+    ids = list(load_catalog()) if gpus is None else list(dict.fromkeys(gpus))
+    if not ids:
+        raise ValueError("gpus=[] is empty; allowed: GPU ids from `inferbound gpus`, or none for all")
+    cal = resolve_calibration(calibration)
+    out = []
+    for gid in ids:
+        g = get_gpu(gid)  # ValueError: gpu='x' is not in the catalog; known: ...
+        out.append(cal.apply(g) if cal is not None else g)
+    return out
+
+
+def gpu_counts(max_gpus: int) -> list[int]:
+    if max_gpus < 1:
+        raise ValueError(f"max_gpus={max_gpus} must be >= 1")
+    counts, n = [], 1
+    while n <= max_gpus:
+        counts.append(n)
+        n *= 2
+    return counts
+
+
+def _machine(gpu: GPU) -> int:
+    """GPUs one machine holds (topology.check_nodes): 8, or the scale-up domain when rack-scale."""
+    return max(int(link_defaults()["max_gpus_per_node"]), gpu.scaleup_domain)
+
+
+def _powers(limit: int) -> list[int]:
+    return [1 << i for i in range(limit.bit_length()) if 1 << i <= limit]
+
+
+def candidate_layouts(m: ModelSpec, gpu: GPU, n: int, all_layouts: bool):
+    """(tp, pp, ep, dp, attention_dp, nodes, rule) for n GPUs; ``rule`` names an engine-guidance skip."""
+    nodes = max(1, -(-n // _machine(gpu)))
+    per_node = n // nodes
+    defaults = search_defaults()["space"]
+    moe = m.moe is not None
+    for tp in _powers(n):
+        if tp > per_node:
+            yield tp, n // tp, 1, 1, False, nodes, "tp spans machines (engines keep TP inside one)"
+            continue
+        rest = n // tp
+        for dp_att in (_powers(rest) if moe else [1]):
+            pp = rest // dp_att
+            attention_dp = dp_att > 1
+            if not moe:
+                eps = [1]
+            elif attention_dp:
+                eps = [tp * dp_att]  # DeepSeek-style: experts over every GPU of the replica
+            elif all_layouts or not defaults["ep_full_or_none"]:
+                eps = _powers(tp)
+            else:
+                eps = [1] + ([tp] if tp > 1 else [])
+            for ep in eps:
+                rule = None
+                if pp > 1 and not all_layouts and defaults["pp_only_where_tp_cannot"]:
+                    par = Parallelism(tp=tp, pp=pp, dp=dp_att, ep=ep, nodes=nodes, attention_dp=attention_dp)
+                    if m.num_heads % (tp * pp) == 0 and gpu.nvlink and tp * pp <= island_size(gpu, par):
+                        rule = "pp where TP fits one NVLink island (engine guidance; all_layouts to include)"
+                yield tp, pp, ep, dp_att, attention_dp, nodes, rule
+
+
+def build_space(m: ModelSpec, gpus: list[GPU], max_gpus: int, dtypes: list[str] | None = None,
+                all_layouts: bool = False) -> Space:
+    """Every valid deployment of ``m`` on ``gpus`` with up to ``max_gpus`` GPUs (see module docstring)."""
+    combos = dtype_combos(dtypes)
+    space = Space([], [])
+    reserve = runtime_defaults()["memory"]["runtime_reserve_bytes"]
+    for gpu in gpus:
+        for n in gpu_counts(max_gpus):
+            for tp, pp, ep, dp, att, nodes, rule in candidate_layouts(m, gpu, n, all_layouts):
+                label = f"{n}x {gpu.id} TP{tp}" + (f" PP{pp}" if pp > 1 else "") + \
+                        (f" EP{ep}" if ep > 1 else "") + (f" DP{dp}" if dp > 1 else "")
+                for c in combos:
+                    where = f"{label} {c.name}"
+                    if rule is not None:
+                        space.skip(rule, where)
+                        continue
+                    if c.needs is not None and not gpu.supports(c.needs):
+                        space.skip(f"{c.needs} not native on the GPU", where)
+                        continue
+                    try:
+                        dep = make_deployment(model=m, gpu=gpu, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes,
+                                              attention_dp=att, weight_dtype=c.weight, act_dtype=c.act,
+                                              kv_dtype=c.kv)
+                    except ValueError as e:
+                        field_name = str(e).split("=")[0].split(" ")[0]
+                        space.skip(f"invalid {field_name} (layout checks)", f"{where}: {e}")
+                        continue
+                    if weight_bytes_per_gpu(m, dep.dtypes, dep.par) + reserve > gpu.hbm_bytes:
+                        space.skip("weights do not fit", where)
+                        continue
+                    space.deployments.append(dep)
+                    space.combos.append(c.name)
+    return space

@@ -1,0 +1,41 @@
+"""Running a library computation for a request: build the deployment, translate input errors to 422.
+
+Route bodies wrap calls into inferbound in :func:`computing`; a ``ValueError`` (``ConfigError``,
+pydantic's ``ValidationError``) or ``ArithmeticError`` from inside is the input's fault and becomes an
+:class:`ApiError` (422) naming the request field when the message starts with ``field=``. Nothing
+else is caught: an unexpected exception is a bug and must show as one.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from pydantic import BaseModel
+
+from ..deployment import Deployment, make_deployment
+from .errors import ApiError, log, to_api_error
+from .modelsource import resolve_model
+from .schemas import DeploymentIn
+
+
+@contextmanager
+def computing(req: BaseModel):
+    """Translate the computation's input errors into ApiError (see module docstring)."""
+    try:
+        yield
+    except (ValueError, ArithmeticError) as e:
+        log.info("422 for %s: %s: %s", type(req).__name__, type(e).__name__, e)
+        raise to_api_error(e, type(req).model_fields) from None
+
+
+def deployment(req: DeploymentIn) -> Deployment:
+    """The validated deployment of a request (model from the catalog or the pasted config only)."""
+    spec = resolve_model(req)
+    with computing(req):
+        return make_deployment(model=spec, **req.deployment_kwargs())
+
+
+def bands_for(dep: Deployment, scenario: str) -> dict:
+    """Error bands of a max-throughput prediction from the deployment's calibration (empty without)."""
+    cal = getattr(dep, "calibration", None)
+    band = cal.band(scenario, "throughput", None) if cal is not None else None
+    return {} if band is None else {"throughput": band, "tpot": band}

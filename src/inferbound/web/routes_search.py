@@ -1,0 +1,63 @@
+"""POST /api/search: ranked deployments and a Pareto frontier (``inferbound.search``), size-capped.
+
+Caps: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE (a quarter with all_layouts), the wall-clock
+budget of budget.py (checked as layouts evaluate), and the frontier thinned to ``max_points``.
+The search always runs on the local backend (no Ray address comes from a client).
+"""
+from __future__ import annotations
+
+import numpy as np
+from fastapi import APIRouter, Request
+
+from ..hardware import load_catalog
+from .budget import Deadline, OverBudget, seconds_for
+from .compute import computing
+from .errors import ApiError, jsonable
+from .modelsource import resolve_model
+from .schemas import MAX_SEARCH_SIZE, SearchIn
+
+router = APIRouter(prefix="/api", tags=["search"])
+
+
+def thin(points: list, n: int) -> list:
+    """At most ``n`` of ``points``, evenly spaced by position, first and last kept."""
+    if len(points) <= n:
+        return points
+    idx = np.unique(np.linspace(0, len(points) - 1, n).round().astype(int))
+    return [points[i] for i in idx]
+
+
+@router.post("/search", summary="Search layouts, dtypes and concurrency; ranked table and Pareto frontier")
+def search(req: SearchIn, request: Request) -> dict:
+    """The top configurations for ``objective`` (each layout at its best concurrency, with why the winner
+    wins) and the non-dominated configurations of (frontier_x, frontier_y) among those meeting the SLOs
+    and budgets."""
+    from ..search import search as run_search  # optional subpackage, imported on use
+
+    types = len(req.gpus) if req.gpus else len(load_catalog())
+    size_cap = MAX_SEARCH_SIZE // (4 if req.all_layouts else 1)
+    if types * req.max_gpus > size_cap:
+        raise ApiError("max_gpus", f"{types} GPU type(s) x max_gpus={req.max_gpus} = {types * req.max_gpus} exceeds "
+                                   f"the search size cap {size_cap}{' with all_layouts' if req.all_layouts else ''}; "
+                                   f"name fewer GPUs or lower max_gpus")
+    spec = resolve_model(req)
+    with computing(req):
+        try:
+            res = run_search(spec, gpus=req.gpus, max_gpus=req.max_gpus, objective=req.objective,
+                             slo_ttft_ms=req.slo_ttft_ms, slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,
+                             max_dollars_per_hour=req.max_dollars_per_hour, max_watts=req.max_watts,
+                             max_total_gpus=req.max_total_gpus, target_rate=req.target_rate,
+                             input_len=req.input_len, output_len=req.output_len, disaggregated=req.disaggregated,
+                             backend="local", progress=Deadline(seconds_for(request)),
+                             calibration=req.calibration_arg, dtypes=req.dtypes, all_layouts=req.all_layouts,
+                             top=req.top, token_budget=req.token_budget)
+        except OverBudget as e:
+            done, total, seconds = e.args
+            raise ApiError("max_gpus", f"search stopped after {seconds:g} s of work ({done:,} of {total:,} layouts "
+                                       f"evaluated): the server's cap per call; name fewer GPUs or lower "
+                                       f"max_gpus") from None
+        out = res.to_dict(frontiers=[(req.frontier_x, req.frontier_y)])
+    frontier = out["frontiers"][0]
+    frontier["total"] = len(frontier["points"])
+    frontier["points"] = thin(frontier["points"], req.max_points)
+    return jsonable(out)

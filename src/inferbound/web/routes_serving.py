@@ -1,0 +1,62 @@
+"""POST /api/simulate: the serving simulator (``inferbound.sim``), with its work capped.
+
+Caps: the request count and lengths (schemas.py); the drawn workload itself (a length distribution
+can reach past its parameters): no request over MAX_SIM_OUTPUT output tokens, at most
+MAX_SIM_OUTPUT_TOKENS output tokens in all; and a wall-clock budget per run (budget.py) checked as
+requests complete, so a sparse workload of many long requests cannot hold a worker long.
+Past any cap: 422 naming the field to reduce. The workload is drawn exactly as ``simulate`` draws it
+(``poisson`` with the same seed) and passed as a trace, so results equal a direct ``simulate`` call.
+"""
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, Request
+
+from .budget import Deadline, OverBudget, seconds_for
+from .compute import computing, deployment
+from .errors import ApiError, jsonable
+from .schemas import MAX_SIM_OUTPUT, MAX_SIM_OUTPUT_TOKENS, MAX_TOKENS, SimulateIn
+
+router = APIRouter(prefix="/api", tags=["serving"])
+
+
+def _check_workload(reqs, req: SimulateIn) -> None:
+    outs = [r.output_len for r in reqs]
+    ins = [r.input_len for r in reqs]
+    out_field = "output_dist" if req.output_dist else "output_len"
+    if max(outs) > MAX_SIM_OUTPUT:
+        raise ApiError(out_field, f"a drawn request asks for {max(outs):,} output tokens; the cap is {MAX_SIM_OUTPUT:,}")
+    if max(ins) > MAX_TOKENS:
+        raise ApiError("input_dist" if req.input_dist else "input_len",
+                       f"a drawn request has {max(ins):,} prompt tokens; the cap is {MAX_TOKENS:,}")
+    if sum(outs) > MAX_SIM_OUTPUT_TOKENS:
+        raise ApiError("requests", f"requests x output tokens = {sum(outs):,}; the cap is {MAX_SIM_OUTPUT_TOKENS:,} "
+                                   f"simulated output tokens per call (ask for fewer requests or shorter outputs)")
+
+
+@router.post("/simulate", summary="Serving simulation at a request rate")
+def simulate(req: SimulateIn, request: Request) -> dict:
+    """Poisson arrivals at ``rate`` req/s through a vLLM-style continuous-batching scheduler: TTFT, ITL,
+    TPOT, end-to-end and queue percentiles, throughput, goodput under SLOs, KV use, energy and cost."""
+    from ..sim import poisson, simulate as run_simulation  # optional subpackage, imported on use
+
+    dep = deployment(req)
+    rate = math.inf if req.rate == "inf" else float(req.rate)
+    with computing(req):
+        reqs = poisson(rate, req.requests, req.input_len, req.output_len, req.seed, req.input_dist, req.output_dist)
+        _check_workload(reqs, req)
+        try:
+            res = run_simulation(dep, trace=reqs, replicas=req.replicas, prefill_replicas=req.prefill_replicas,
+                                 decode_replicas=req.decode_replicas, preemption=req.preemption,
+                                 block_size=req.block_size, max_num_batched_tokens=req.max_num_batched_tokens,
+                                 max_num_seqs=req.max_num_seqs, num_blocks=req.num_blocks,
+                                 gpu_memory_utilization=req.gpu_memory_utilization, slo_ttft_ms=req.slo_ttft_ms,
+                                 slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,
+                                 progress=Deadline(seconds_for(request)))
+        except OverBudget as e:
+            done, total, seconds = e.args
+            raise ApiError("requests", f"simulation stopped after {seconds:g} s of work ({done:,} of {total:,} "
+                                       f"requests done): the server's cap per call; ask for fewer requests, "
+                                       f"shorter outputs or a higher rate") from None
+    return jsonable(res.to_dict(timeline=req.timeline, max_points=500))

@@ -1,0 +1,378 @@
+"""JSON API (inferbound.web) through FastAPI's test client.
+
+Numbers are compared with direct calls of the Python API on the same inputs (the API must be a thin,
+faithful layer); bad input must give 422 naming the field, never a 500; the server must never read a
+file a client names; work caps give 422.
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+
+with warnings.catch_warnings():  # starlette's TestClient warns about httpx; not ours to fix
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from fastapi.testclient import TestClient
+
+import inferbound as ib
+from inferbound import steps
+from inferbound.estimate import decode_contexts
+from inferbound.memory import max_batch, max_context, memory_report
+from inferbound.model import alias_of, catalog_files
+from inferbound.roofline import ridge_point
+from inferbound.validation import predict_rows, read_csv
+from inferbound.web import create_app
+from inferbound.web import schemas
+
+CATALOG_8B = json.loads(catalog_files()["meta-llama/Llama-3.1-8B"].read_text())
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app())
+
+
+def post(client, path, body, status=200):
+    r = client.post(path, json=body)
+    assert r.status_code == status, r.text
+    return r.json()
+
+
+def loc_of(r) -> list:
+    return [d["loc"] for d in r.json()["detail"]]
+
+
+# ---------- catalogs ----------
+
+def test_models_endpoint_lists_the_catalog(client):
+    rows = client.get("/api/models").json()
+    assert {r["id"] for r in rows} == set(catalog_files())
+    by_alias = {r["alias"]: r for r in rows}
+    m = ib.load_model("llama-3.1-70b")
+    assert by_alias["llama-3.1-70b"]["total_params"] == ib.count_params(m).total
+    assert by_alias["llama-3.1-70b"]["kv_bytes_per_token_bf16"] == pytest.approx(ib.kv_bytes_per_token(m, "bf16"))
+
+
+def test_gpus_endpoint_lists_the_catalog_in_gb(client):
+    rows = client.get("/api/gpus").json()["gpus"]
+    assert {r["id"] for r in rows} == set(ib.load_catalog())
+    h100 = next(r for r in rows if r["id"] == "h100_sxm")
+    assert h100["hbm_gb"] == pytest.approx(ib.get_gpu("h100_sxm").hbm_bytes / 1e9)
+
+
+def test_meta_reports_caps_and_features(client):
+    meta = client.get("/api/meta").json()
+    assert meta["limits"]["batch"] == schemas.MAX_BATCH
+    assert meta["dtypes"][:2] == ["fp32", "bf16"]
+    assert set(meta["features"]) == {"simulate", "search"}
+
+
+def test_search_literals_match_the_library():
+    search = pytest.importorskip("inferbound.search", reason="inferbound.search not installed")
+    assert set(schemas.Objective.__args__) == set(search.OBJECTIVES)
+    assert set(schemas.Metric.__args__) == set(search.SENSE)
+
+
+# ---------- estimate, roofline, memory against the Python API ----------
+
+DEPLOYMENTS = [
+    {"model": "llama-3.1-8b", "gpu": "h100_sxm"},
+    {"model": "meta-llama/Llama-3.1-70B", "gpu": "h100_sxm", "num_gpus": 4, "weight_dtype": "fp8", "act_dtype": "fp8"},
+    {"model": "mixtral-8x7b-v0.1", "gpu": "a100_80gb_sxm", "tp": 4, "ep": 2, "kv_dtype": "fp8", "emulate": True},
+    {"model": "llama-3.1-70b", "gpu": "h100_sxm", "tp": 2, "pp": 2, "dp": 2},
+]
+
+
+@pytest.mark.parametrize("dep", DEPLOYMENTS)
+def test_static_estimate_equals_python_api(client, dep):
+    got = post(client, "/api/estimate", {**dep, "batch": 16, "input_len": 2048, "output_len": 128})
+    want = ib.estimate(batch=16, input_len=2048, output_len=128, **dep).to_dict()
+    assert got["scenario"] == "static"
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms", "output_tok_s", "output_tok_s_per_gpu", "tok_s_per_user",
+                "max_batch_at_context", "decode_gemm_compute_bound_batch", "num_gpus", "model", "compute_dtype"):
+        assert got[key] == pytest.approx(want[key]), key
+    assert got["memory"] == pytest.approx(want["memory"])
+    assert got["energy"] == pytest.approx(want["energy"])
+    for phase in ("prefill", "decode"):
+        assert got[phase]["split_s"] == pytest.approx(want[phase]["split_s"])
+        assert got[phase]["bound"] == want[phase]["bound"]
+
+
+def test_max_throughput_equals_python_api(client):
+    body = {"model": "llama-3.1-8b", "gpu": "h200_sxm", "input_len": 512, "output_len": 512, "num_requests": 3000}
+    got = post(client, "/api/estimate", {**body, "scenario": "max-throughput"})
+    want = ib.max_throughput(model="llama-3.1-8b", gpu="h200_sxm", input_len=512, output_len=512,
+                             num_requests=3000).to_dict()
+    for key, v in want.items():
+        assert got[key] == (pytest.approx(v) if isinstance(v, float) else v), key
+
+
+def test_roofline_matches_step_costs_and_obeys_the_roof(client):
+    dep = {"model": "llama-3.1-70b", "gpu": "h100_sxm", "num_gpus": 4}
+    got = post(client, "/api/roofline", {**dep, "batch": 32, "input_len": 1000, "output_len": 300})
+    d = ib.make_deployment(**dep)
+    assert got["ridge_flop_per_byte"] == pytest.approx(ridge_point(d.gpu, d.compute_dtype))
+    ctxs = decode_contexts(1000, 300)
+    ctx = float(ctxs[len(ctxs) // 2])
+    assert got["decode_context"] == ctx
+    costs = {"prefill": steps.prefill_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 32, 1000),
+             "decode": steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 32, ctx)}
+    for phase, cost in costs.items():
+        rows = got["phases"][phase]
+        assert [r["name"] for r in rows] == [p.op.name for p in cost.ops]
+        assert sum(r["time_s"] for r in rows) == pytest.approx(sum(float(p.total) for p in cost.ops))
+        assert any(r["kind"] == "collective" for r in rows)  # TP4 all-reduces are listed beside operators
+        for r in rows:
+            if r["kind"] != "collective" and r["flops"] > 0:  # a roofline: no operator above either roof
+                assert r["achieved_flop_s"] <= got["peak_flop_s"] * (1 + 1e-9)
+                assert r["achieved_flop_s"] <= r["intensity"] * got["hbm_bytes_s"] * (1 + 1e-9)
+
+
+def test_memory_equals_python_api(client):
+    got = post(client, "/api/memory", {"model": "qwen3-32b", "gpu": "l40s", "num_gpus": 2, "batch": 4,
+                                       "input_len": 4000, "output_len": 1000})
+    d = ib.make_deployment(model="qwen3-32b", gpu="l40s", num_gpus=2)
+    rep = memory_report(d.model, d.gpu, d.dtypes, d.par, 4, 5000, step_tokens=4 * 4000)
+    assert got["weights"] == pytest.approx(float(rep.weights))
+    assert got["kv_cache"] == pytest.approx(float(rep.kv_cache))
+    assert got["fits"] == bool(rep.fits)
+    assert got["max_batch_at_context"] == int(max_batch(d.model, d.gpu, d.dtypes, d.par, 5000))
+    assert got["max_context_at_batch"] == max_context(d.model, d.gpu, d.dtypes, d.par, 4)
+
+
+def test_pasted_config_gives_the_catalog_models_numbers(client):
+    by_name = post(client, "/api/estimate", {"model": "llama-3.1-8b", "gpu": "b200_hgx"})
+    pasted = post(client, "/api/estimate", {"config": CATALOG_8B, "gpu": "b200_hgx"})
+    assert pasted["tpot_ms"] == pytest.approx(by_name["tpot_ms"])
+    assert pasted["memory"]["weights"] == by_name["memory"]["weights"]
+    smaller = post(client, "/api/estimate", {"config": {**CATALOG_8B, "num_hidden_layers": 16}, "gpu": "b200_hgx"})
+    assert smaller["memory"]["weights"] < by_name["memory"]["weights"]
+
+
+def test_model_overrides_apply(client):
+    got = post(client, "/api/memory", {"model": "llama-3.1-8b", "model_overrides": {"num_hidden_layers": 8}})
+    d = ib.make_deployment(model="llama-3.1-8b", model_overrides={"num_hidden_layers": 8})
+    assert got["weights"] == pytest.approx(float(memory_report(d.model, d.gpu, d.dtypes, d.par, 8, 1280).weights))
+
+
+def test_error_bands_come_from_the_servers_calibration(client, tmp_path, monkeypatch):
+    cal = tmp_path / "cal.yaml"
+    cal.write_text("schema_version: 1\nglobal: {}\ngpus: {}\nbands: {'*/latency': 0.21, '*/throughput': 0.13}\n")
+    monkeypatch.setenv("INFERBOUND_CALIBRATION", str(cal))
+    got = post(client, "/api/estimate", {"model": "llama-3.1-8b"})
+    assert got["error_bands"] == {"ttft": 0.21, "tpot": 0.13, "throughput": 0.13}
+    none = post(client, "/api/estimate", {"model": "llama-3.1-8b", "calibration": "none"})
+    assert none["error_bands"] == {}
+
+
+# ---------- simulate, search, validate ----------
+
+def test_simulate_equals_python_api(client):
+    pytest.importorskip("inferbound.sim", reason="inferbound.sim (serving simulator) not installed yet")
+    from inferbound.sim import simulate
+    body = {"model": "llama-3.1-8b", "gpu": "h100_sxm", "rate": 4, "requests": 60, "input_len": 300,
+            "output_len": 40, "seed": 7, "output_dist": "uniform:10:60"}
+    got = post(client, "/api/simulate", body)
+    want = simulate(**{**body, "output_dist": "uniform:10:60"}).to_dict()
+    for key in ("completed", "steps", "duration_s", "ttft_ms_p50", "tpot_ms_p99", "output_tok_s",
+                "joules_per_output_token", "preemptions"):
+        assert got[key] == pytest.approx(want[key]), key
+
+
+def test_search_equals_python_api(client):
+    search = pytest.importorskip("inferbound.search", reason="inferbound.search not installed").search
+    got = post(client, "/api/search", {"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 2, "top": 3,
+                                       "max_points": 5})
+    want = search("llama-3.1-8b", gpus=["h100_sxm"], max_gpus=2, top=3)
+    assert [r["layout"] for r in got["table"]] == [r.layout for r in want.table]
+    assert got["table"][0]["objective_value"] == pytest.approx(want.table[0].objective_value)
+    frontier = want.frontier()
+    assert got["frontiers"][0]["total"] == len(frontier)
+    assert len(got["frontiers"][0]["points"]) == min(5, len(frontier))
+    assert got["frontiers"][0]["points"][0] == pytest.approx(frontier[0])
+
+
+VALIDATION_CSV = """case,source,model,gpu,num_gpus,tp,pp,scenario,batch_size,input_len,output_len,metric,value
+a,s1,meta-llama/Llama-3.1-8B,h100_sxm,1,1,1,static_batch,8,1024,128,output_tok_s,900
+b,s1,meta-llama/Llama-3.1-8B,h100_sxm,1,1,1,static_batch,8,1024,128,ttft_ms,150
+c,s2,meta-llama/Llama-3.1-70B,h100_sxm,4,4,1,max_throughput,,512,512,output_tok_s,5000
+d,s2,./private/config.json,h100_sxm,1,1,1,static_batch,1,128,128,output_tok_s,50
+e,s2,meta-llama/Llama-3.1-8B,h100_sxm,1,1,1,static_batch,,128,128,output_tok_s,50
+"""
+
+
+def test_validate_csv_text_equals_python_api(client, tmp_path):
+    got = post(client, "/api/validate", {"csv": VALIDATION_CSV})
+    path = tmp_path / "m.csv"
+    path.write_text(VALIDATION_CSV)
+    rows, bad = read_csv(path)
+    want = predict_rows([r for r in rows if r.case != "d"])
+    by_case = {r["case"]: r for r in got["rows"]}
+    for p in want:
+        assert by_case[p.row.case]["predicted"] == pytest.approx(p.predicted)
+        assert by_case[p.row.case]["error"] == pytest.approx(p.error)
+    assert by_case["d"]["predicted"] is None and "not a catalog name" in by_case["d"]["reason"]
+    assert [u["case"] for u in got["unreadable"]] == [u.case for u in bad] == ["e"]
+    assert got["overall"]["n"] == 3
+
+
+# ---------- bad input: 422 naming the field ----------
+
+BAD = [
+    ("/api/estimate", {"model": "llama-3.1-8b", "gpu": "h999"}, ["body", "gpu"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "weight_dtype": "fp3"}, ["body", "weight_dtype"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "act_dtype": "int4"}, ["body", "act_dtype"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "tp": 3}, ["body", "tp"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "num_gpus": 4, "tp": 2}, ["body", "num_gpus"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "ep": 2}, ["body", "ep"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "config": CATALOG_8B}, ["body"]),
+    ("/api/estimate", {"gpu": "h100_sxm"}, ["body"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "batch": 0}, ["body", "batch"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "batch": schemas.MAX_BATCH + 1}, ["body", "batch"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "input_len": schemas.MAX_TOKENS + 1}, ["body", "input_len"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "num_gpus": schemas.MAX_GPUS + 1}, ["body", "num_gpus"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "scenario": "max-throughput", "output_len": 1}, ["body", "output_len"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "surprise": 1}, ["body", "surprise"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "gpu_overrides": {"hbm_bw": -1}}, ["body"]),
+    ("/api/estimate", {"model": "llama-3.1-8b", "calibration": "/etc/cal.yaml"}, ["body", "calibration"]),
+    ("/api/estimate", {"config": {"model_type": "llama"}}, ["body", "config"]),
+    ("/api/estimate", {"config": {**CATALOG_8B, "hidden_size": [1]}}, ["body", "config"]),
+    ("/api/estimate", {"config": {**CATALOG_8B, "num_hidden_layers": 10**9}}, ["body", "config"]),
+    ("/api/estimate", {"config": {**CATALOG_8B, "text_config": 5}}, ["body", "config"]),
+    ("/api/estimate", {"config": {**CATALOG_8B, "vocab_size": 1e300}}, ["body", "config"]),
+    ("/api/memory", {"model": "llama-3.1-405b", "gpu": "l4"}, None),  # fits nowhere: still 200 (fits=false)
+    ("/api/simulate", {"model": "llama-3.1-8b", "requests": schemas.MAX_SIM_REQUESTS + 1}, ["body", "requests"]),
+    ("/api/simulate", {"model": "llama-3.1-8b", "requests": 20000, "output_len": 100}, ["body", "requests"]),
+    ("/api/simulate", {"model": "llama-3.1-8b", "output_dist": "exponential:1e9"}, ["body", "output_dist"]),
+    ("/api/simulate", {"model": "llama-3.1-8b", "rate": 0}, ["body", "rate"]),
+    ("/api/simulate", {"model": "llama-3.1-8b", "rate": "fast"}, ["body", "rate"]),
+    ("/api/search", {"model": "llama-3.1-8b", "max_gpus": 64}, ["body", "max_gpus"]),
+    ("/api/search", {"model": "llama-3.1-8b", "gpus": ["nope"]}, ["body", "gpus"]),
+    ("/api/search", {"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "objective": "speed"}, ["body", "objective"]),
+    ("/api/validate", {"csv": "a,b\n1,2\n"}, ["body", "csv"]),
+    ("/api/validate", {"csv": VALIDATION_CSV.splitlines()[0] + "\n" + "x\n" * 5001}, ["body", "csv"]),
+]
+
+
+@pytest.mark.parametrize("path,body,loc", BAD, ids=[f"{p}:{json.dumps(b)[:60]}" for p, b, _ in BAD])
+def test_bad_input_is_422_naming_the_field(client, path, body, loc):
+    if path in ("/api/simulate", "/api/search"):
+        pytest.importorskip("inferbound." + path.rsplit("/", 1)[1].replace("simulate", "sim"))
+    r = client.post(path, json=body)
+    if loc is None:
+        assert r.status_code == 200 and r.json()["fits"] is False
+        return
+    assert r.status_code == 422, r.text
+    assert loc in loc_of(r) or any(l[: len(loc)] == loc for l in loc_of(r)), r.text
+    assert all(d["msg"] for d in r.json()["detail"])
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../llama-3.1-8b", "./llama-3.1-8b", "~/models/x", "C:\\models",
+                                  "meta-llama/../../etc", "meta-llama/Not-A-Model", "llama-3.1-8b/config.json",
+                                  "file:///etc/passwd", "a" * 300])
+def test_path_like_or_unknown_model_names_are_422(client, name):
+    r = client.post("/api/estimate", json={"model": name})
+    assert r.status_code == 422
+    assert ["body", "model"] in loc_of(r)
+
+
+def test_a_file_named_like_a_model_is_never_read(client, tmp_path, monkeypatch):
+    """The library's loader prefers a local path over the catalog; the API must not."""
+    for name in ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"):
+        decoy = tmp_path / name
+        decoy.mkdir(parents=True)
+        (decoy / "config.json").write_text(json.dumps({**CATALOG_8B, "num_hidden_layers": 2}))
+    monkeypatch.chdir(tmp_path)
+    assert ib.load_model("llama-3.1-8b").num_layers == 2  # the trap works on the Python API
+    for name in ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"):
+        got = post(client, "/api/memory", {"model": name})
+        want = memory_report(ib.load_model(CATALOG_8B), ib.get_gpu("h100_sxm"), ib.Dtypes(), ib.Parallelism(), 8, 1280)
+        assert got["weights"] == pytest.approx(float(want.weights))
+
+
+def test_oversized_body_is_422(client):
+    body = json.dumps({"config": {**CATALOG_8B, "pad": "x" * 1_100_000}})
+    r = client.post("/api/estimate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["type"] == "value_error.body_too_large"
+
+
+def test_streamed_oversized_body_is_422(client):
+    def chunks():
+        yield b'{"csv": "'
+        for _ in range(200):
+            yield b"x" * 10_000
+        yield b'"}'
+    r = client.post("/api/validate", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert "body" in r.json()["detail"][0]["loc"]
+
+
+def test_nan_and_infinity_are_422(client):
+    r = client.post("/api/estimate", content=b'{"model": "llama-3.1-8b", "comm_overlap": NaN}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    r = client.post("/api/estimate", content=b'{"config": {"hidden_size": Infinity}}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_simulation_past_the_time_budget_is_422():
+    pytest.importorskip("inferbound.sim", reason="inferbound.sim not installed yet")
+    slow = TestClient(create_app(work_seconds=0.0))
+    r = slow.post("/api/simulate", json={"model": "llama-3.1-8b", "requests": 50, "output_len": 20})
+    assert r.status_code == 422
+    assert "stopped after" in r.json()["detail"][0]["msg"]
+
+
+def test_results_are_json_safe(client):
+    got = post(client, "/api/estimate", {"model": "gpt2", "gpu": "rtx_4090", "input_len": 1, "output_len": 1})
+    def walk(x):
+        if isinstance(x, float):
+            assert math.isfinite(x)
+        elif isinstance(x, dict):
+            list(map(walk, x.values()))
+        elif isinstance(x, list):
+            list(map(walk, x))
+    walk(got)
+
+
+# ---------- page, assets, hosts ----------
+
+def test_page_and_assets_are_local(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for asset in ("/static/app.js", "/static/charts.js", "/static/style.css"):
+        r = client.get(asset)
+        assert r.status_code == 200, asset
+        text = r.text.replace("http://www.w3.org/2000/svg", "")  # an XML namespace, never fetched
+        assert "http://" not in text and "https://" not in text and "//cdn" not in text, asset
+    assert "http" not in page.text.replace('href="/openapi.json"', "")
+
+
+def test_openapi_schema_lists_every_endpoint(client):
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert {"/api/estimate", "/api/roofline", "/api/memory", "/api/models", "/api/gpus", "/api/validate"} <= paths
+    assert client.get("/docs").status_code == 404  # the swagger page loads a CDN: off
+
+
+def test_unknown_host_is_refused_when_hosts_are_restricted():
+    app = create_app(allowed_hosts=["127.0.0.1", "localhost"])
+    assert TestClient(app, base_url="http://127.0.0.1:8000").get("/api/meta").status_code == 200
+    assert TestClient(app, base_url="http://attacker.example").get("/api/meta").status_code == 400
+
+
+def test_serve_binds_loopback_by_default(monkeypatch):
+    from typer.testing import CliRunner
+
+    import uvicorn
+    from inferbound.cli import app
+    from inferbound.cli import serve_cmd  # noqa: F401  (registers the command)
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda web, **kw: calls.append(kw))
+    assert CliRunner().invoke(app, ["serve", "--port", "8123"]).exit_code == 0
+    assert calls[-1] == {"host": "127.0.0.1", "port": 8123, "log_level": "info"}
+    assert serve_cmd.is_loopback("::1") and not serve_cmd.is_loopback("0.0.0.0")

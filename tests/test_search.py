@@ -1,0 +1,393 @@
+"""inferbound.search: brute force over single evaluations, frontier properties, SLO misses, backends,
+launch commands and the CLI.
+
+Expected values come from max_throughput (one deployment at a time), scalar StepModel evaluations of
+one configuration at a time, or arithmetic written out here; never from the search itself.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shlex
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from inferbound import make_deployment, max_throughput
+from inferbound.cli import app
+import inferbound.cli.search_cmd  # noqa: F401  (registers `search`)
+from inferbound.memory import kv_bytes_per_gpu
+from inferbound.search import emit_command, pareto_mask, search
+from inferbound.search.result import Row
+from inferbound.stepmodel import StepModel
+from inferbound.topology import network_link
+from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
+
+M8 = "meta-llama/Llama-3.1-8B"
+SMALL = dict(gpus=["h100_sxm", "l40s"], max_gpus=2, dtypes=["bf16", "fp8"], all_layouts=True)
+
+
+def small_deployments():
+    """The small space by hand: 2 GPU types x (1 GPU; 2 GPUs as TP2 or PP2) x bf16/fp8."""
+    out = []
+    for gpu in ("h100_sxm", "l40s"):
+        for tp, pp in ((1, 1), (2, 1), (1, 2)):
+            for w, a, kv in (("bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8")):
+                out.append(((gpu, tp, pp, w), make_deployment(model=M8, gpu=gpu, tp=tp, pp=pp, weight_dtype=w,
+                                                              act_dtype=a, kv_dtype=kv)))
+    return out
+
+
+def key(row):
+    return row.gpu, row.tp, row.pp, row.weight_dtype
+
+
+# --------------------------------------------------------------------------- brute force
+
+def test_best_equals_brute_force_over_max_throughput():
+    i, o = 512, 128
+    brute = {k: max_throughput(d, input_len=i, output_len=o) for k, d in small_deployments()}
+    best_key = max(brute, key=lambda k: brute[k].output_tok_s_per_gpu)
+    res = search(M8, input_len=i, output_len=o, **SMALL)
+    top = res.table[0]
+    assert key(top) == best_key
+    assert top.concurrency == brute[best_key].decode_batch
+    assert top.metrics["tok_s_per_gpu"] == pytest.approx(brute[best_key].output_tok_s_per_gpu, rel=1e-9)
+    # every layout's own best matches its max_throughput operating point, and the ranking follows it
+    for row in res.table:
+        mt = brute[key(row)]
+        assert row.concurrency == mt.decode_batch and row.limit == (mt.limited_by if mt.limited_by != "throughput peak"
+                                                                    else "objective peak")
+    ranked = sorted(brute, key=lambda k: -brute[k].output_tok_s_per_gpu)[:len(res.table)]
+    assert [key(r) for r in res.table] == ranked
+    # configurations evaluated = sum over layouts of the concurrency range 1..D_max (max_throughput's caps)
+    d_max = {k: min(int(mt.kv_limit_concurrency / (1 + 1 / (o - 1))), int(mt.token_budget // (1 + i / (o - 1))))
+             for k, mt in brute.items()}
+    assert res.evaluated == sum(d_max.values())
+
+
+@pytest.mark.parametrize("tpot_ms, ttft_ms", [(12.0, 60.0), (30.0, 35.0)])  # TPOT binds; TTFT binds
+def test_slo_best_equals_brute_force_over_single_configurations(tpot_ms, ttft_ms):
+    i, o, budget = 512, 128, 2048
+    ctx, per_prompt = i + (o - 2) / 2, i / (o - 1)
+    best = (-1.0, None, None)
+    for k, dep in small_deployments():
+        mt = max_throughput(dep, input_len=i, output_len=o, token_budget=budget)
+        d_max = min(int(mt.kv_limit_concurrency / (1 + 1 / (o - 1))), int(budget // (1 + per_prompt)))
+        sm = StepModel(dep, budget + 1, grid_points=MAX_THROUGHPUT_GRID)
+        for d in range(1, d_max + 1):
+            t, _ = sm.uniform(d, ctx, d * per_prompt / i, i)
+            assert budget - d >= i  # the prompt enters in one chunk beside the d decodes
+            ttft = t + sm.uniform(d, ctx, 1, i, 0)[0]  # one step in flight, then the prompt's step
+            value = d / t / dep.num_gpus
+            if t * 1e3 <= tpot_ms and ttft * 1e3 <= ttft_ms and value > best[0]:
+                best = (float(value), k, d)
+    res = search(M8, input_len=i, output_len=o, token_budget=budget, slo_tpot_ms=tpot_ms, slo_ttft_ms=ttft_ms,
+                 **SMALL)
+    top = res.table[0]
+    assert (key(top), top.concurrency) == (best[1], best[2])
+    assert top.metrics["tok_s_per_gpu"] == pytest.approx(best[0], rel=1e-9)
+    assert top.metrics["tpot_ms"] <= tpot_ms and top.metrics["ttft_ms"] <= ttft_ms
+
+
+def test_fewest_gpus_for_a_rate_by_hand():
+    i, o, rate = 512, 128, 40.0
+    brute = {k: math.ceil(rate / max_throughput(d, input_len=i, output_len=o).requests_per_s) * d.num_gpus
+             for k, d in small_deployments()}
+    res = search(M8, input_len=i, output_len=o, objective="gpus_for_rate", target_rate=rate, **SMALL)
+    assert res.table[0].objective_value == min(brute.values())
+    assert brute[key(res.table[0])] == min(brute.values())
+    assert res.table[0].replicas * res.table[0].unit_gpus == min(brute.values())
+
+
+def test_ttft_with_chunked_prompt_by_hand():
+    """A 1000-token prompt with a 1024-token budget: beside D > 24 decodes it enters in two chunks."""
+    i, o, budget = 1000, 2000, 1024
+    dep = make_deployment(model=M8, gpu="h100_sxm", tp=1, weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+    res = search(M8, gpus=["h100_sxm"], max_gpus=1, dtypes=["fp8"], input_len=i, output_len=o, token_budget=budget)
+    p = res.points
+    sm = StepModel(dep, budget + 1, grid_points=MAX_THROUGHPUT_GRID)
+    ctx = i + (o - 2) / 2
+    assert p.concurrency.max() > 200  # so the two-chunk case is reached
+    for d in (1, 24, 25, 200, int(p.concurrency.max())):
+        t, _ = sm.uniform(d, ctx, d * (i / (o - 1)) / i, i)
+        ttft, rest, past = t, i, 0
+        while rest > 0:  # chunks of what the budget leaves beside the d decodes
+            c = min(budget - d, rest)
+            ttft += sm.uniform(d, ctx, 1, c, past)[0]
+            rest, past = rest - c, past + c
+        k = int(np.flatnonzero(p.concurrency == d)[0])
+        assert p.step_s[k] == pytest.approx(t, rel=1e-12)
+        assert p.ttft_s[k] == pytest.approx(ttft, rel=1e-12)
+
+
+def test_disaggregated_point_by_hand():
+    i, o, budget = 1024, 256, 8192
+    dep = make_deployment(model=M8, gpu="h100_sxm", tp=1, weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+    res = search(M8, gpus=["h100_sxm"], max_gpus=1, dtypes=["fp8"], disaggregated=True, input_len=i, output_len=o)
+    row = res.table[0]
+    sm = StepModel(dep, budget + 1, grid_points=MAX_THROUGHPUT_GRID)
+    d = row.concurrency
+    t_d, _ = sm.uniform(d, i + (o - 2) / 2, 0, 0)
+    k = budget // i  # prompts per prefill step
+    t_p, _ = sm.uniform(0, 0, k, i)
+    r_d, r_p = d / ((o - 1) * t_d), k / t_p
+    ratios = [(math.ceil(y * r_d / r_p - 1e-9) + y) / y for y in range(1, 5)]
+    y = 1 + int(np.argmin(ratios))
+    x = math.ceil(y * r_d / r_p - 1e-9)
+    link = network_link(dep.gpu)  # H100 SXM has a NIC
+    transfer = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) / link.effective_bw + link.latency
+    assert (row.prefill_replicas, row.decode_replicas) == (x, y)
+    assert row.metrics["tpot_ms"] == pytest.approx(t_d * 1e3, rel=1e-12)
+    assert row.metrics["ttft_ms"] == pytest.approx((2 * t_p + transfer) * 1e3, rel=1e-12)
+    assert row.metrics["tok_s_per_gpu"] == pytest.approx(y * d / t_d / (x + y), rel=1e-12)
+    # the pool sizes at every concurrency: y = 1..4 decode replicas, fewest GPUs per decode replica
+    p = res.points
+    t_all, _ = sm.uniform(p.concurrency.astype(float), i + (o - 2) / 2, 0, 0)
+    for k in range(0, len(p), 37):
+        rd = p.concurrency[k] / ((o - 1) * t_all[k])
+        options = [((math.ceil(y * rd / r_p - 1e-9) + y) / y, y, math.ceil(y * rd / r_p - 1e-9)) for y in range(1, 5)]
+        _, y, x = min(options)
+        assert (p.prefill_replicas[k], p.decode_replicas[k]) == (x, y)
+
+
+def test_plain_dp_replicas_match_one_replica_per_gpu():
+    """Why the space sweeps replica layouts: tp·pp·dp has the per-GPU throughput of tp·pp."""
+    one = max_throughput(make_deployment(model=M8, gpu="h100_sxm", tp=2))
+    four = max_throughput(make_deployment(model=M8, gpu="h100_sxm", tp=2, dp=4))
+    assert four.output_tok_s_per_gpu == pytest.approx(one.output_tok_s_per_gpu, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- frontier
+
+def brute_dominated(x, y, mx, my):
+    sx, sy = (1 if mx else -1), (1 if my else -1)
+    out = []
+    for a, b in zip(x, y):
+        out.append(any(sx * c >= sx * a and sy * e >= sy * b and (sx * c > sx * a or sy * e > sy * b)
+                       for c, e in zip(x, y)))
+    return np.array(out, dtype=bool)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=1, max_size=60), st.booleans(),
+       st.booleans())
+def test_frontier_is_exactly_the_non_dominated_set(pts, mx, my):
+    x = np.array([p[0] for p in pts], dtype=float)
+    y = np.array([p[1] for p in pts], dtype=float)
+    mask = pareto_mask(x, y, mx, my)
+    dominated = brute_dominated(x, y, mx, my)
+    assert not np.any(mask & dominated)  # every frontier point is non-dominated
+    assert np.all(mask | dominated)  # every point off the frontier is dominated
+
+
+def test_search_frontier_non_dominated_among_feasible():
+    res = search(M8, gpus=["h100_sxm", "l40s"], max_gpus=2, dtypes=["fp8"], output_len=64, slo_tpot_ms=30)
+    for x, y in (("tok_s_per_gpu", "tok_s_per_user"), ("tokens_per_joule", "ttft_ms")):
+        feas = np.flatnonzero(res.feasible)
+        fx, fy = res.points.metric(x, feas), res.points.metric(y, feas)
+        sx, sy = (1 if x != "ttft_ms" else -1), (1 if y != "ttft_ms" else -1)
+        front = res.frontier(x, y)
+        assert front and all(p["tpot_ms"] <= 30 for p in front)
+        for p in front:
+            better = (sx * fx >= sx * p[x]) & (sy * fy >= sy * p[y]) & ((sx * fx > sx * p[x]) | (sy * fy > sy * p[y]))
+            assert not np.any(better)
+        # and the feasible points the frontier leaves out are each dominated by one of its points
+        on = {(p[x], p[y]) for p in front}
+        px, py = np.array([p[x] for p in front]), np.array([p[y] for p in front])
+        for a, b in zip(fx[::97], fy[::97]):
+            if (a, b) not in on:
+                assert np.any((sx * px >= sx * a) & (sy * py >= sy * b))
+
+
+# --------------------------------------------------------------------------- SLO miss, errors
+
+def test_unmet_slo_names_the_closest_miss():
+    """TPOT is smallest at concurrency 1; the closest miss is the layout with the fastest single step."""
+    i, o = 512, 128
+    fastest = None
+    for k, dep in small_deployments():
+        sm = StepModel(dep, 8193, grid_points=MAX_THROUGHPUT_GRID)
+        t, _ = sm.uniform(1, i + (o - 2) / 2, 1 / (o - 1), i)
+        if fastest is None or t < fastest[0]:
+            fastest = (float(t), dep.label())
+    with pytest.raises(ValueError) as e:
+        search(M8, input_len=i, output_len=o, slo_tpot_ms=0.5, **SMALL)
+    msg = str(e.value)
+    assert msg.startswith("no configuration meets tpot_ms<=0.5: closest is ")
+    assert fastest[1] in msg and "at concurrency 1 " in msg and f"tpot_ms {fastest[0] * 1e3:,.3g}" in msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    (dict(gpus=["nope"]), "gpu='nope' is not in the catalog"),
+    (dict(objective="fast"), "objective='fast' unknown; allowed: tok_s_per_gpu"),
+    (dict(objective="gpus_for_rate"), "needs target_rate"),
+    (dict(input_len=0), "input_len=0 must be"),
+    (dict(output_len=1), "output_len=1 must be"),
+    (dict(max_gpus=0), "max_gpus=0 must be"),
+    (dict(dtypes=["fp16"]), "dtypes='fp16' unknown; allowed: bf16, fp8, int4, fp4"),
+    (dict(backend="spark"), "backend='spark' unknown; allowed: local, ray"),
+    (dict(slo_ttft_ms=-1), "slo_ttft_ms=-1 must be a positive number"),
+    (dict(target_rate=0), "target_rate=0 must be"),
+])
+def test_bad_input_is_one_line_naming_the_field(kwargs, text):
+    args = dict(gpus=["h100_sxm"], max_gpus=1) | kwargs
+    with pytest.raises(ValueError) as e:
+        search(M8, **args)
+    assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_nothing_fits_lists_skips_by_reason():
+    """70B on one 24 GB L4: bf16, fp8 and int4 weights (141, 71, 37 GB) do not fit; L4 has no fp4."""
+    with pytest.raises(ValueError, match=r"no layout of meta-llama/Llama-3.1-70B fits within max_gpus=1: "
+                                         r"weights do not fit: 3 .*fp4 not native on the GPU: 1"):
+        search("meta-llama/Llama-3.1-70B", gpus=["l4"], max_gpus=1)
+
+
+def test_every_candidate_is_kept_or_counted():
+    """l4, 2 GPUs, all layouts: (TP1), (TP2), (TP1 PP2) x 4 dtype combinations = 12 candidates."""
+    res = search("meta-llama/Llama-3.1-70B", gpus=["l4"], max_gpus=2, all_layouts=True)
+    assert res.layouts + sum(res.skipped.values()) == 12
+    assert res.skipped["fp4 not native on the GPU"] == 3
+    assert res.skipped["weights do not fit"] >= 1
+
+
+def test_ray_missing_is_a_clear_error(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ValueError, match=r"--backend ray needs ray: pip install 'inferbound\[ray\]'"):
+        search(M8, gpus=["h100_sxm"], max_gpus=1, backend="ray")
+
+
+def test_ray_backend_gives_the_local_table():
+    ray = pytest.importorskip("ray", reason="ray is an optional extra (pip install 'inferbound[ray]')")
+    kwargs = dict(gpus=["h100_sxm", "l40s"], max_gpus=4, output_len=128)
+    local = search(M8, **kwargs)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    try:
+        remote = search(M8, backend="ray", **kwargs)
+    finally:
+        ray.shutdown()
+    assert [r.to_dict() for r in remote.table] == [r.to_dict() for r in local.table]
+    assert remote.frontier() == local.frontier()
+    assert remote.evaluated == local.evaluated
+
+
+# --------------------------------------------------------------------------- launch commands
+
+def parse(text: str) -> list[str]:
+    """The command's argv: comment lines and a here-document (``cat > f <<'EOF' ... EOF``) left out."""
+    lines = text.splitlines()
+    if "EOF" in lines:
+        lines = lines[lines.index("EOF") + 1:]
+    body = " ".join(line for line in lines if not line.startswith("#"))
+    return shlex.split(body.replace("\\", " "))
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def known_row(**over) -> Row:
+    base = dict(rank=1, gpu="h100_sxm", mode="aggregated", layout="8x h100_sxm TP4 PP2 EP4 fp8", replica_gpus=8,
+                unit_gpus=8, tp=4, pp=2, ep=4, dp=1, attention_dp=False, nodes=1, dtype="fp8", weight_dtype="fp8",
+                act_dtype="fp8", kv_dtype="fp8", concurrency=296, max_num_seqs=300, token_budget=8192,
+                prefill_replicas=0, decode_replicas=1, replicas=1, objective="tok_s_per_gpu", objective_value=1.0,
+                limit="kv-cache", gpu_memory_utilization=0.9, mem_fraction_static=0.85, kv_cache_free_fraction=0.9)
+    return Row(**(base | over))
+
+
+def test_emit_vllm_flags():
+    argv = parse(emit_command("vllm", "org/model", known_row()))
+    assert argv[:3] == ["vllm", "serve", "org/model"]
+    assert (flag(argv, "--tensor-parallel-size"), flag(argv, "--pipeline-parallel-size")) == ("4", "2")
+    assert "--enable-expert-parallel" in argv
+    assert flag(argv, "--max-num-seqs") == "300" and flag(argv, "--max-num-batched-tokens") == "8192"
+    assert flag(argv, "--kv-cache-dtype") == "fp8" and flag(argv, "--quantization") == "fp8"
+    assert flag(argv, "--gpu-memory-utilization") == "0.9"
+
+
+def test_emit_sglang_flags():
+    argv = parse(emit_command("sglang", "org/model", known_row()))
+    assert argv[:3] == ["python", "-m", "sglang.launch_server"] and flag(argv, "--model-path") == "org/model"
+    assert (flag(argv, "--tp-size"), flag(argv, "--pp-size"), flag(argv, "--ep-size")) == ("4", "2", "4")
+    assert flag(argv, "--max-running-requests") == "300" and flag(argv, "--chunked-prefill-size") == "8192"
+    assert flag(argv, "--kv-cache-dtype") == "fp8_e4m3" and flag(argv, "--mem-fraction-static") == "0.85"
+
+
+def test_emit_trtllm_flags_and_yaml():
+    text = emit_command("trtllm", "org/model", known_row())
+    argv = parse(text)
+    assert argv[:2] == ["trtllm-serve", "org/model"]
+    assert (flag(argv, "--tp_size"), flag(argv, "--pp_size"), flag(argv, "--ep_size")) == ("4", "2", "4")
+    assert flag(argv, "--max_batch_size") == "300" and flag(argv, "--max_num_tokens") == "8192"
+    assert flag(argv, "--kv_cache_free_gpu_memory_fraction") == "0.9"
+    assert flag(argv, "--extra_llm_api_options") == "extra_llm_api_options.yaml"
+    assert "kv_cache_config:\n  dtype: fp8\n" in text and "enable_chunked_prefill: true" in text
+
+
+def test_emit_bf16_has_no_quantization_and_disaggregated_has_two_roles():
+    row = known_row(weight_dtype="bf16", act_dtype="bf16", kv_dtype="bf16", ep=1, pp=1, mode="disaggregated",
+                    prefill_replicas=2, decode_replicas=3)
+    text = emit_command("sglang", "org/model", row)
+    assert "--quantization" not in text and "--kv-cache-dtype" not in text and "--ep-size" not in text
+    assert text.count("--disaggregation-mode prefill") == 1 and text.count("--disaggregation-mode decode") == 1
+    assert "2 prefill and 3 decode" in text
+
+
+def test_emit_uses_the_searched_concurrency():
+    i, o = 512, 128
+    res = search(M8, gpus=["h100_sxm"], max_gpus=1, dtypes=["fp8"], input_len=i, output_len=o)
+    row = res.table[0]
+    argv = parse(emit_command("vllm", res.model, row))
+    assert int(flag(argv, "--max-num-seqs")) == math.ceil(row.concurrency * o / (o - 1))
+    with pytest.raises(ValueError, match="emit='tgi' unknown; allowed: vllm, sglang, trtllm"):
+        emit_command("tgi", res.model, row)
+
+
+# --------------------------------------------------------------------------- CLI
+
+runner = CliRunner()
+BASE = ["search", M8, "--gpus", "h100_sxm,l40s", "--max-gpus", "2", "--output", "128"]
+
+
+def test_cli_json_csv_and_plots(tmp_path):
+    csv_path, png, html = tmp_path / "t.csv", tmp_path / "f.png", tmp_path / "f.html"
+    r = runner.invoke(app, BASE + ["--json", "--top", "3", "--csv", str(csv_path), "--plot", str(png),
+                                   "--html", str(html), "--emit", "vllm", "--pareto", "tokens_per_joule,ttft_ms"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert len(out["table"]) == 3 and out["objective"] == "tok_s_per_gpu"
+    assert [f["x"] + "," + f["y"] for f in out["frontiers"]] == ["tok_s_per_gpu,tok_s_per_user",
+                                                                 "tokens_per_joule,ttft_ms"]
+    assert out["launch_command"]["text"].splitlines()[-1].strip().startswith("--gpu-memory-utilization")
+    lines = csv_path.read_text().splitlines()
+    assert len(lines) == 4 and lines[0].startswith("rank,gpu,mode,layout")
+    assert lines[1].split(",")[3] == out["table"][0]["layout"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = html.read_text()
+    assert "<script src=\"http" not in page and "Plotly.newPlot" in page and len(page) > 1_000_000
+
+
+def test_cli_table_output():
+    r = runner.invoke(app, BASE + ["--slo-tpot-ms", "40"])
+    assert r.exit_code == 0, r.output
+    assert "Why:" in r.output and "Pareto frontier" in r.output and "tpot_ms<=40" in r.output
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--gpus", "h100_sxm,nope"], "gpu='nope' is not in the catalog"),
+    (["--objective", "fast"], "objective='fast' unknown"),
+    (["--emit", "tgi"], "--emit='tgi' unknown"),
+    (["--pareto", "tok_s_per_gpu"], "--pareto='tok_s_per_gpu' must name two figures"),
+    (["--plot", "out.jpg"], "--plot='out.jpg' must end in .png"),
+    (["--slo-tpot-ms", "0.1"], "no configuration meets tpot_ms<=0.1: closest is"),
+])
+def test_cli_errors_exit_2_with_one_line(args, text):
+    r = runner.invoke(app, ["search", M8, "--gpus", "h100_sxm", "--max-gpus", "1"] + args)
+    assert r.exit_code == 2
+    assert text in " ".join(r.output.split())

@@ -1,0 +1,443 @@
+"""``inferbound validate`` and ``calibrate``: a CSV whose "measured" values come from formulas written out
+here, error summaries, not-covered rows, outputs (rows CSV, plot), schema errors, recovering known
+efficiency factors by least squares, calibration files, error bands, and framework profiles.
+
+The validation set runs a tiny Llama-style model (config.json in tmp_path: 2 layers, hidden 256, 4 heads
+of 64 with 4 KV heads, MLP 512 gated, vocab 1000, untied) on a synthetic GPU (hardware file in tmp_path):
+1e18 FLOP/s bf16, 100 GB/s HBM, every efficiency 1, no overheads. Its ridge point is 1e7 FLOP/byte, so
+every operator is memory-bound and each step lasts (bytes moved)/1e11 s. Bytes of one step running B
+sequences, T tokens in all, each sequence ending with c cached tokens (bf16: 2 bytes everywhere):
+
+  per layer: weights  2·(qkv 256·768 + o 256·256 + mlp 3·256·512)          = 2·655,360
+             activations qkv 2·T·(256+768) + new K,V 2·T·512 + attention 2·2·T·256
+                         + o 2·T·(256+256) + mlp 2·T·(2·256+3·512) + norms 2·3·T·3·256 = 2·13,824·T
+             KV reads 2·B·c·512
+  whole model: 2 layers + embedding rows 2·2·T·256 + final norm 2·3·T·256 + LM head 2·256·1000
+               + logits B·(2·256 + 4·1000)
+  bytes(B, T, c) = 2·(1,310,720 + 13,824·T + 1,024·B·c) + 2,560·T + 512,000 + 4,512·B
+
+TTFT = bytes(B, B·S, S)/1e11;  TPOT = bytes(B, B, c̄ + 1)/1e11 with the mean decode context
+c̄ = S + (N − 2)/2 (bytes are linear in c, so the mean step is the step at the mean context).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from inferbound.calibration import Calibration, load_file
+from inferbound.calibration.fit import Param, fit
+from inferbound.cli import app
+from inferbound.hardware import get_gpu
+from inferbound.validation import predict_rows, read_csv
+from inferbound.validation.predict import deployment_for, framework_profile
+
+COLUMNS = ["case", "source", "model", "gpu", "num_gpus", "tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype",
+           "framework", "scenario", "batch_size", "request_rate", "num_requests", "input_len", "output_len", "metric",
+           "value", "source_url"]
+
+GPU_YAML = """\
+id: synth_gpu
+name: Synthetic round-number GPU
+vendor: test
+bf16_dense_tflops: 1000000      # 1e18 FLOP/s: nothing is compute-bound
+hbm_gb: 100
+hbm_tbps: 0.1                   # 1e11 B/s
+scaleup_domain: 1
+tdp_w: 100
+price_usd_per_gpu_hr_approx: 1.0
+efficiency:
+  compute: 1.0
+  memory: 1.0
+  kv_memory: 1.0
+  kernel_overhead_s: 0.0
+  step_overhead_s: 0.0
+"""
+TINY = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000, "tie_word_embeddings": False}
+BW = 1e11
+# weight bytes the deployment holds (weight_bytes_per_gpu): 2 layers of (655,360 matrix + 2·256 norm params),
+# embedding and LM head 2·256·1000, final norm 256; 2 bytes each
+TINY_WEIGHT_BYTES = 2 * (2 * (655_360 + 512) + 2 * 256 * 1000 + 256)
+
+
+def step_bytes(b, t, c):
+    return 2 * (1_310_720 + 13_824 * t + 1_024 * b * c) + 2_560 * t + 512_000 + 4_512 * b
+
+
+def true_metrics(b, s, n) -> dict:
+    ttft = step_bytes(b, b * s, s) / BW
+    tpot = step_bytes(b, b, s + (n - 2) / 2 + 1) / BW
+    e2e = ttft + (n - 1) * tpot
+    return {"ttft_ms": ttft * 1e3, "itl_ms": tpot * 1e3, "tok_s_per_user": 1 / tpot, "output_tok_s": b * n / e2e,
+            "output_tok_s_per_gpu": b * n / e2e, "requests_per_s": b / e2e, "total_tok_s": b * (s + n) / e2e,
+            "prefill_tok_s": b * s / ttft, "achieved_mem_bw_gbps": TINY_WEIGHT_BYTES / tpot / 1e9}
+
+
+SETUPS = [(1, 128, 32), (4, 512, 64), (16, 64, 200), (2, 1000, 2)]   # (batch, input, output)
+
+
+def write_csv(path: Path, rows: list[dict], columns=COLUMNS) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in columns})
+    return path
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth")
+    gpu = d / "gpu.yaml"
+    gpu.write_text(GPU_YAML)
+    (d / "tiny").mkdir()
+    (d / "tiny" / "config.json").write_text(json.dumps(TINY))
+    base = dict(source="hand", model=str(d / "tiny" / "config.json"), gpu="synth_gpu", num_gpus="1", tp="1", pp="1",
+                weight_dtype="bf16", framework="test", scenario="static_batch", source_url="https://example.invalid")
+    rows = []
+    for b, s, n in SETUPS:
+        for metric, value in true_metrics(b, s, n).items():
+            rows.append(dict(base, case=f"b{b}s{s}n{n}", batch_size=str(b), input_len=str(s), output_len=str(n),
+                             metric=metric, value=repr(value)))
+    truth = true_metrics(1, 128, 32)
+    # a second source with known errors: measured 1.25x the truth (e = -0.2) and half of it (e = +1.0)
+    rows.append(dict(base, source="biased", case="x1", batch_size="1", input_len="128", output_len="32",
+                     metric="itl_ms", value=repr(truth["itl_ms"] * 1.25)))
+    rows.append(dict(base, source="biased", case="x2", batch_size="1", input_len="128", output_len="32",
+                     metric="ttft_ms", value=repr(truth["ttft_ms"] / 2)))
+    # not coverable: an unknown GPU (predicted, fails) and a blank value (unreadable)
+    rows.append(dict(base, case="nogpu", gpu="h900_sxm", batch_size="1", input_len="128", output_len="32",
+                     metric="itl_ms", value="1.0"))
+    rows.append(dict(base, case="novalue", batch_size="1", input_len="128", output_len="32", metric="itl_ms",
+                     value=""))
+    csv_path = write_csv(d / "measured.csv", rows)
+    return {"dir": d, "gpu": gpu, "csv": csv_path, "base": base, "n_hand": len(SETUPS) * 9}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
+
+
+def assert_one_line_error(r, *words):
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error:")
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+# --- the hand formulas themselves -------------------------------------------------------------------
+
+def test_hand_formula_constants():
+    # per-layer weights: q,k,v 256x(256+256+256) + o 256x256 + gate/up/down 3x256x512
+    assert 256 * 768 + 256 * 256 + 3 * 256 * 512 == 655_360
+    # per-layer activation bytes per token / 2: qkv (1024) + new K,V (512) + attention out (2·256)
+    # + o (512) + mlp (2048) + norms/residual (3·3·256)
+    assert 1024 + 512 + 512 + 512 + 2048 + 9 * 256 == 6_912 == 13_824 // 2
+    # model-level per token: embedding 2·2·256 + final norm 2·3·256
+    assert 4 * 256 + 6 * 256 == 2_560
+
+
+def test_predictions_match_the_hand_formulas(synth):
+    rows, bad = read_csv(synth["csv"])
+    preds = predict_rows([r for r in rows if r.source == "hand" and r.gpu == "synth_gpu"], gpu_files=[synth["gpu"]])
+    assert len(preds) == synth["n_hand"]
+    for p in preds:
+        assert p.covered, p.reason
+        assert p.predicted == pytest.approx(p.row.value, rel=1e-9), (p.row.case, p.row.metric)
+        assert p.bound == "memory"
+
+
+# --- validate command --------------------------------------------------------------------------------
+
+def test_validate_json_summary(runner, synth):
+    res = runner.invoke(app, ["validate", str(synth["csv"]), "--gpu-file", str(synth["gpu"]), "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    n_hand = synth["n_hand"]
+    assert s["rows"] == n_hand + 4 and s["covered"] == n_hand + 2 and s["not_covered"] == 2
+    groups = {(g["source"], g["scenario"], g["metric"]): g for g in s["by_source_scenario_metric"]}
+    for metric in ("ttft_ms", "itl_ms", "output_tok_s", "tok_s_per_user", "achieved_mem_bw_gbps", "total_tok_s",
+                   "requests_per_s", "prefill_tok_s", "output_tok_s_per_gpu"):
+        g = groups[("hand", "static_batch", metric)]
+        assert g["mape"] < 1e-9 and g["within_25"] == 1.0 and abs(g["bias"]) < 1e-9
+    # the biased source: errors -0.2 and +1.0
+    biased = [p for k, p in groups.items() if k[0] == "biased"]
+    errors = sorted(g["bias"] for g in biased)
+    assert errors == pytest.approx([-0.2, 1.0], rel=1e-9)
+    # all covered rows: n_hand zeros, -0.2, +1.0
+    a = s["all"]
+    assert a["n"] == n_hand + 2
+    assert a["mape"] == pytest.approx(1.2 / (n_hand + 2), rel=1e-9)
+    assert a["bias"] == pytest.approx(0.8 / (n_hand + 2), rel=1e-9)
+    assert a["within_25"] == pytest.approx((n_hand + 1) / (n_hand + 2), rel=1e-12)
+    assert a["median_ape"] < 1e-9
+    # not covered, with reasons, never dropped
+    reasons = {r["case"]: r["reason"] for r in s["not_covered_rows"]}
+    assert set(reasons) == {"nogpu", "novalue"}
+    assert "h900_sxm" in reasons["nogpu"]
+    assert "value" in reasons["novalue"]
+    assert {g["gpu"]: g for g in s["by_gpu"]}["h900_sxm"]["not_covered"] == 1
+
+
+def test_validate_rows_csv_and_plot(runner, synth, tmp_path):
+    out, png = tmp_path / "rows.csv", tmp_path / "f.png"
+    res = runner.invoke(app, ["validate", str(synth["csv"]), "--gpu-file", str(synth["gpu"]), "--out", str(out),
+                              "--plot", str(png)])
+    assert res.exit_code == 0, res.output
+    assert "not covered" in res.output and "h900_sxm" in res.output
+    with out.open() as f:
+        reader = csv.DictReader(f)
+        assert {"case", "metric", "measured", "predicted", "error"} <= set(reader.fieldnames)
+        recs = list(reader)
+    assert len(recs) == synth["n_hand"] + 4                 # every input row, covered or not
+    t = true_metrics(4, 512, 64)
+    rec = next(r for r in recs if r["case"] == "b4s512n64" and r["metric"] == "itl_ms")
+    assert float(rec["measured"]) == pytest.approx(t["itl_ms"], rel=1e-12)
+    assert float(rec["predicted"]) == pytest.approx(t["itl_ms"], rel=1e-9)
+    assert abs(float(rec["error"])) < 1e-9
+    x2 = next(r for r in recs if r["case"] == "x2")
+    assert float(x2["error"]) == pytest.approx(1.0, rel=1e-9)
+    nogpu = next(r for r in recs if r["case"] == "nogpu")
+    assert nogpu["predicted"] == "" and "h900_sxm" in nogpu["reason"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_validate_other_schema_missing_column_exits_2(runner, tmp_path):
+    cols = [c for c in COLUMNS if c != "metric"]
+    bad = write_csv(tmp_path / "other.csv", [{"case": "a", "value": "1"}], columns=cols)
+    assert_one_line_error(runner.invoke(app, ["validate", str(bad)]), "metric")
+
+
+def test_validate_missing_file_exits_2(runner, tmp_path):
+    assert_one_line_error(runner.invoke(app, ["validate", str(tmp_path / "nope.csv")]), "nope.csv")
+
+
+def test_validate_extra_columns_are_ignored(runner, synth, tmp_path):
+    b, s, n = 1, 128, 32
+    row = dict(synth["base"], case="extra", batch_size="1", input_len="128", output_len="32", metric="itl_ms",
+               value=repr(true_metrics(b, s, n)["itl_ms"]), notes="anything")
+    path = write_csv(tmp_path / "extra.csv", [row], columns=COLUMNS + ["notes"])
+    res = runner.invoke(app, ["validate", str(path), "--gpu-file", str(synth["gpu"]), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["covered"] == 1 and d["all"]["mape"] < 1e-9
+
+
+# --- calibration: recovering known factors -------------------------------------------------------------
+
+TRUE = Calibration(global_factors={"kv_memory": 0.4, "step_overhead_s": 0.002},
+                   gpus={"h100_sxm": {"compute": 0.6, "memory": 0.7}})
+# catalog priors (data/efficiency.yaml): h100_sxm compute 0.803 (MAMF), defaults memory 0.85, kv_memory 0.5,
+# step_overhead_s 1e-3
+PARAMS = [Param("h100_sxm", "compute", 0.803), Param("h100_sxm", "memory", 0.85),
+          Param(None, "kv_memory", 0.5), Param(None, "step_overhead_s", 1.0e-3)]
+CAL_SETUPS = [  # (batch, input, output): short and long contexts, small and large batches
+    (1, 128, 128), (1, 2048, 64), (1, 8192, 32), (2, 512, 256), (4, 1024, 128), (8, 128, 512), (8, 4096, 64),
+    (16, 2048, 128), (32, 256, 256), (64, 512, 64), (64, 2048, 32), (128, 128, 128), (256, 128, 32),
+    (256, 1024, 16), (16, 16384, 16), (1, 32, 16),
+]
+
+
+@pytest.fixture(scope="module")
+def cal_data(tmp_path_factory):
+    """Static-batch rows of Llama-3.1-8B on h100_sxm whose measured values are the engine's predictions
+    under TRUE (the recovery test checks the fit, not the formulas): (rows, CSV path)."""
+    d = tmp_path_factory.mktemp("cal")
+    base = dict(source="synthetic", model="meta-llama/Llama-3.1-8B", gpu="h100_sxm", num_gpus="1", tp="1", pp="1",
+                weight_dtype="bf16", framework="test", scenario="static_batch", value="1")
+    raw = [dict(base, case=f"c{b}_{s}_{n}", batch_size=str(b), input_len=str(s), output_len=str(n), metric=m)
+           for b, s, n in CAL_SETUPS for m in ("ttft_ms", "output_tok_s_per_gpu")]
+    rows, bad = read_csv(write_csv(d / "template.csv", raw))
+    assert not bad
+    preds = predict_rows(rows, calibration=TRUE)
+    path = write_csv(d / "measured.csv", [dict(r, value=repr(p.predicted)) for r, p in zip(raw, preds)])
+    return [dataclasses.replace(p.row, value=p.predicted) for p in preds], path
+
+
+@pytest.fixture(scope="module")
+def cal_rows(cal_data):
+    return cal_data[0]
+
+
+@pytest.fixture(scope="module")
+def cal_csv(cal_data):
+    return cal_data[1]
+
+
+def test_rows_span_both_bounds(cal_rows):
+    preds = predict_rows(cal_rows, calibration=TRUE)
+    bounds = {p.bound for p in preds}
+    assert {"compute", "memory"} <= bounds
+
+
+def test_calibrate_recovers_known_factors(cal_rows):
+    # starting from the catalog priors the data are far off (e.g. memory 0.85 vs 0.7)
+    start_err = [abs(p.error) for p in predict_rows(cal_rows, calibration="none")]
+    assert max(start_err) > 0.15
+    cal, report = fit(cal_rows, prior_sigma=None, params=PARAMS, max_evals=200)
+    assert cal.gpus["h100_sxm"]["compute"] == pytest.approx(0.6, rel=0.03)
+    assert cal.gpus["h100_sxm"]["memory"] == pytest.approx(0.7, rel=0.03)
+    assert cal.global_factors["kv_memory"] == pytest.approx(0.4, rel=0.03)
+    assert cal.global_factors["step_overhead_s"] == pytest.approx(0.002, rel=0.03)
+    assert set(report["parameters"]) == {"h100_sxm.compute", "h100_sxm.memory", "global.kv_memory",
+                                         "global.step_overhead_s"}
+    assert report["parameters"]["h100_sxm.memory"]["prior"] == 0.85
+    end_err = [abs(p.error) for p in predict_rows(cal_rows, calibration=cal)]
+    assert max(end_err) < 0.01
+
+
+def test_calibrate_command_writes_a_calibration_that_validates_better(runner, cal_csv, tmp_path):
+    out = tmp_path / "fitted.yaml"
+    res = runner.invoke(app, ["calibrate", str(cal_csv), "--out", str(out), "--cv", "none", "--max-evals", "40",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["calibration"] == str(out) and d["fitted_on"]["rows"] == len(CAL_SETUPS) * 2
+    assert {"h100_sxm.compute", "h100_sxm.memory", "global.kv_memory"} <= set(d["fit"]["parameters"])
+    cal = load_file(out)
+    assert "*" in cal.bands and 0 <= cal.bands["*"] < 0.25
+    scores = {}
+    for choice in ("none", str(out)):
+        v = runner.invoke(app, ["validate", str(cal_csv), "--calibration", choice, "--json"])
+        assert v.exit_code == 0, v.output
+        scores[choice] = json.loads(v.stdout)["all"]["mape"]
+    assert scores[str(out)] < 0.5 * scores["none"]
+
+
+def test_calibrate_cross_validation_with_a_single_model_does_not_crash(runner, cal_csv, tmp_path):
+    res = runner.invoke(app, ["calibrate", str(cal_csv), "--out", str(tmp_path / "c.yaml"), "--cv", "model",
+                              "--max-evals", "10", "--json"])
+    assert res.exit_code in (0, 2), res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+
+
+def test_calibration_file_round_trip(tmp_path):
+    cal = Calibration(global_factors={"kv_memory": 0.41, "step_overhead_s": 0.0015},
+                      gpus={"h100_sxm": {"compute": 0.7, "memory": 0.8, "compute_by_dtype": {"fp8": 0.55}}},
+                      bands={"static_batch/throughput/memory": 0.14, "*": 0.2},
+                      meta={"fitted_on": {"file": "m.csv", "rows": 3}}, serving={"request_overhead_s": 0.007})
+    path = tmp_path / "cal.yaml"
+    cal.save(path)
+    doc = yaml.safe_load(path.read_text())
+    assert doc["schema_version"] == 1
+    back = load_file(path)
+    assert back.global_factors == cal.global_factors and back.gpus == cal.gpus and back.bands == cal.bands
+    assert back.serving == cal.serving and back.request_overhead_s == 0.007
+    assert back.meta["fitted_on"] == {"file": "m.csv", "rows": 3}
+    g = back.apply(get_gpu("h100_sxm"))
+    e = g.efficiency
+    assert (e.compute, e.memory, e.kv_memory, e.step_overhead_s, e.compute_for("fp8")) == (0.7, 0.8, 0.41, 0.0015, 0.55)
+    assert back.band("static_batch", "throughput", "memory") == 0.14
+    assert back.band("static_batch", "latency", "compute") == 0.2       # falls back to '*'
+
+
+def test_not_a_calibration_file_is_named(tmp_path):
+    p = tmp_path / "x.yaml"
+    p.write_text("global: {memory: 0.5}\n")
+    with pytest.raises(ValueError, match="schema_version"):
+        load_file(p)
+
+
+# --- --calibration on estimate: factors and error bands ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cal_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("calfile") / "cal.yaml"
+    Calibration(gpus={"h100_sxm": {"memory": 0.5}},
+                bands={"static_batch/throughput/memory": 0.14, "*": 0.2}).save(path)
+    return path
+
+
+def est_json(runner, *args):
+    res = runner.invoke(app, ["estimate", "--batch", "1", "--input", "2048", "--output", "64", *args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_calibration_changes_the_estimate_and_brings_bands(runner, cal_file):
+    none = est_json(runner, "--calibration", "none")
+    cal = est_json(runner, "--calibration", str(cal_file))
+    same_as_override = est_json(runner, "--calibration", "none", "--gpu-set", "efficiency.memory=0.5")
+    assert none["error_bands"] == {}
+    assert cal["tpot_ms"] > 1.3 * none["tpot_ms"]                   # HBM fraction 0.85 -> 0.5, memory-bound
+    assert cal["tpot_ms"] == pytest.approx(same_as_override["tpot_ms"], rel=1e-12)
+    assert cal["decode"]["bound"] == "memory" and cal["prefill"]["bound"] == "compute"
+    # throughput/tpot: 'static_batch/throughput/memory'; ttft: 'static_batch/latency/compute' absent -> '*'
+    assert cal["error_bands"] == {"throughput": 0.14, "tpot": 0.14, "ttft": 0.2}
+
+
+def test_calibration_from_environment(runner, cal_file, monkeypatch):
+    monkeypatch.setenv("INFERBOUND_CALIBRATION", str(cal_file))
+    assert est_json(runner)["error_bands"]["throughput"] == 0.14
+
+
+def test_estimate_table_shows_the_band(runner, cal_file):
+    res = runner.invoke(app, ["estimate", "--batch", "1", "--input", "2048", "--output", "64", "--calibration",
+                              str(cal_file)])
+    assert res.exit_code == 0, res.output
+    assert "(±14%)" in res.output and "(±20%)" in res.output
+    res_none = runner.invoke(app, ["estimate", "--calibration", "none"])
+    assert "±" not in res_none.output and "no error band" in res_none.output
+
+
+@pytest.mark.parametrize("command", [["estimate"], ["estimate", "--scenario", "max-throughput"], ["memory"],
+                                     ["roofline"]])
+def test_bad_calibration_path_exits_2(runner, tmp_path, command):
+    missing = tmp_path / "missing.yaml"
+    assert_one_line_error(runner.invoke(app, [*command, "--calibration", str(missing)]), "calibration=",
+                          "missing.yaml")
+
+
+def test_validate_bad_calibration_path_exits_2(runner, synth, tmp_path):
+    missing = tmp_path / "missing.yaml"
+    res = runner.invoke(app, ["validate", str(synth["csv"]), "--gpu-file", str(synth["gpu"]), "--calibration",
+                              str(missing), "--json"])
+    assert_one_line_error(res, "calibration=", "missing.yaml")
+
+
+def test_simulate_accepts_calibration(runner, cal_file):
+    import inferbound.cli.simulate_cmd  # noqa: F401  (registers `simulate`)
+    res = runner.invoke(app, ["simulate", "--rate", "0.01", "--requests", "2", "--input", "64", "--output", "4",
+                              "--calibration", str(cal_file), "--json"])
+    assert res.exit_code == 0, res.output
+
+
+# --- framework profiles: TensorRT-LLM ran Mistral with full attention --------------------------------------
+
+MISTRAL_ROW = dict(source="s", model="mistralai/Mistral-7B-v0.1", gpu="h100_sxm", num_gpus="1", tp="1", pp="1",
+                   weight_dtype="bf16", scenario="static_batch", batch_size="1", input_len="20000", output_len="2",
+                   metric="itl_ms", value="10")
+# one decode step at 20,000 cached tokens (+1 new): full attention reads 20,001 tokens per layer, the sliding
+# window 4,096. Mistral-7B-v0.1 (data/models): 32 layers x 8 KV heads x 128 x (K, V) x 2 B = 131,072 B per token,
+# read at h100_sxm 3.35 TB/s x kv_memory 0.5 (efficiency.yaml prior); the attention stays memory-bound
+# (4 query heads per KV head: ~4 FLOP/B, far below the ridge), and nothing else differs.
+FULL_MINUS_WINDOW_MS = (20_001 - 4_096) * 131_072 / (3.35e12 * 0.5) * 1e3
+
+
+def test_tensorrt_llm_mistral_uses_full_attention(tmp_path):
+    rows, _ = read_csv(write_csv(tmp_path / "m.csv", [dict(MISTRAL_ROW, case="trt", framework="TensorRT-LLM v0.17"),
+                                                       dict(MISTRAL_ROW, case="vllm", framework="vLLM")]))
+    assert framework_profile("TensorRT-LLM v0.17") == {"sliding_window": False} and framework_profile("vLLM") == {}
+    trt_dep, vllm_dep = (deployment_for(r, calibration="none") for r in rows)
+    assert {g.attention for g in trt_dep.model.layers} == {"full"}
+    assert {(g.attention, g.window) for g in vllm_dep.model.layers} == {("window", 4096)}
+    [trt] = predict_rows([rows[0]])
+    [vllm] = predict_rows([rows[1]])
+    assert trt.predicted - vllm.predicted == pytest.approx(FULL_MINUS_WINDOW_MS, rel=1e-9)
+
+
+def test_rows_differing_only_by_framework_are_predicted_apart(tmp_path):
+    rows, _ = read_csv(write_csv(tmp_path / "m.csv", [dict(MISTRAL_ROW, case="trt", framework="TensorRT-LLM v0.17"),
+                                                       dict(MISTRAL_ROW, case="vllm", framework="vLLM")]))
+    trt, vllm = predict_rows(rows)
+    assert trt.predicted - vllm.predicted == pytest.approx(FULL_MINUS_WINDOW_MS, rel=1e-9)
