@@ -240,7 +240,8 @@ BAD = [
     ("/api/estimate", {"config": {"model_type": "llama"}}, ["body", "config"]),
     ("/api/estimate", {"config": {**CATALOG_8B, "hidden_size": [1]}}, ["body", "config"]),
     ("/api/estimate", {"config": {**CATALOG_8B, "num_hidden_layers": 10**9}}, ["body", "config"]),
-    ("/api/estimate", {"config": {**CATALOG_8B, "text_config": 5}}, ["body", "config"]),
+    ("/api/estimate", {"config": {**{k: v for k, v in CATALOG_8B.items() if k != "hidden_size"}, "text_config": 5}},
+     ["body", "config"]),
     ("/api/estimate", {"config": {**CATALOG_8B, "vocab_size": 1e300}}, ["body", "config"]),
     ("/api/memory", {"model": "llama-3.1-405b", "gpu": "l4"}, None),  # fits nowhere: still 200 (fits=false)
     ("/api/simulate", {"model": "llama-3.1-8b", "requests": schemas.MAX_SIM_REQUESTS + 1}, ["body", "requests"]),

@@ -73,11 +73,12 @@ def entry_text(dev: DeviceInfo, peaks: dict[str, float], copy_bw: dict, read_bw:
     """The YAML text of the ``local`` entry, every figure commented with where it comes from."""
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     kind = "CPU" if dev.kind == "cpu" else "GPU"
-    name = f"{dev.name} ({kind}, {dev.threads} threads)" if dev.kind == "cpu" else dev.name
+    threads = f"{dev.threads} thread{'s' if dev.threads != 1 else ''}"
+    name = f"{dev.name} ({kind}, {threads})" if dev.kind == "cpu" else dev.name
     mem_note = "system RAM (sysconf)" if dev.kind == "cpu" else "device memory (torch.cuda)"
     lines = [
         f"# Hardware entry written by `inferbound probe` on {when}; PyTorch {dev.torch_version},",
-        f"# {dev.threads} CPU threads, model dtype {dev.dtype}. Peaks and bandwidth are MEASURED achieved rates on",
+        f"# {threads} on the CPU, model dtype {dev.dtype}. Peaks and bandwidth are MEASURED achieved rates on",
         "# this machine (not datasheet figures); see docs/probe.md. Use it with --gpu local --gpu-file <this file>.",
         f"id: {GPU_ID}",
         f"name: {json.dumps(name)}",

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..deployment import Deployment
-from ..memory import kv_bytes_per_gpu, kv_capacity_bytes
+from ..memory import kv_bytes_per_gpu
+from ..workloads.max_throughput import concurrency_caps as mt_caps
 from ..sim.engine import kv_link, transfer_seconds
 from ..stepmodel import StepModel
 from ..workloads.max_throughput import MAX_THROUGHPUT_GRID
@@ -98,23 +99,8 @@ def clear_cache() -> None:
 
 
 def concurrency_caps(dep: Deployment, w: Workload, decode_only: bool = False) -> tuple[dict, float, float]:
-    """({cap name: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence of the replica).
-
-    Mixed steps (max_throughput): D·(1 + 1/(O − 1)) sequences hold KV, D·(1 + I/(O − 1)) tokens fit B·g.
-    Decode-only steps: D sequences hold KV, D tokens fit B·g."""
-    m, par = dep.model, dep.par
-    groups = par.attention_groups
-    i, o, budget = w.input_len, w.output_len, w.token_budget
-    held = i + o if w.kv_reservation == "max" else i + o / 2
-    held = np.ceil(held / w.block_size) * w.block_size
-    kv_seq = float(kv_bytes_per_gpu(m, dep.dtypes, par, 1, held)) * groups
-    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget)
-    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
-    if decode_only:
-        return {"kv-cache": int(min(c_kv, 1e9)), "token budget": budget * groups}, capacity, kv_seq
-    per_prompt = i / (o - 1)
-    return ({"kv-cache": int(min(c_kv, 1e9) / (1 + 1 / (o - 1))),
-             "token budget": int(budget // (1 + per_prompt)) * groups}, capacity, kv_seq)
+    """The max-throughput caps (workloads.max_throughput.concurrency_caps) for this workload."""
+    return mt_caps(dep, w.input_len, w.output_len, w.token_budget, w.kv_reservation, w.block_size, decode_only)
 
 
 def evaluate_layout(dep: Deployment, w: Workload) -> LayoutPoints | None:

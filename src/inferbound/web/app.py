@@ -13,19 +13,43 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import __version__
 from . import routes_catalog, routes_estimate, routes_validate
-from .errors import ApiError, BodyLimit, api_error_handler
+from .errors import ApiError, BodyLimit, api_error_handler, validation_error_handler
 from .routes_catalog import available
 
 MAX_BODY_BYTES = 1_000_000
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+
+
+class SecurityHeaders:
+    """ASGI middleware (pure, so request-body errors are not wrapped in task groups): nosniff on every
+    response, the Content-Security-Policy on HTML."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-content-type-options"]
+                headers.append((b"x-content-type-options", b"nosniff"))
+                if any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers):
+                    headers.append((b"content-security-policy", CSP.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def static_dir() -> Path:
@@ -41,6 +65,7 @@ def create_app(max_body_bytes: int = MAX_BODY_BYTES, work_seconds: float | None 
     if work_seconds is not None:
         app.state.work_seconds = float(work_seconds)
     app.add_exception_handler(ApiError, api_error_handler)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
     for module in (routes_catalog, routes_estimate, routes_validate):
         app.include_router(module.router)
     if available("inferbound.sim"):
@@ -50,19 +75,12 @@ def create_app(max_body_bytes: int = MAX_BODY_BYTES, work_seconds: float | None 
         from . import routes_search
         app.include_router(routes_search.router)
 
-    @app.middleware("http")
-    async def headers(request: Request, call_next):
-        response = await call_next(request)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        if response.headers.get("content-type", "").startswith("text/html"):
-            response.headers["Content-Security-Policy"] = CSP
-        return response
-
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(static_dir() / "index.html", media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=static_dir()), name="static")
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if allowed_hosts:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)

@@ -19,6 +19,8 @@ import re
 
 import numpy as np
 from fastapi import HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 log = logging.getLogger("inferbound.web")
@@ -58,6 +60,12 @@ def to_api_error(e: Exception, fields) -> ApiError:
 
 async def api_error_handler(request: Request, exc: ApiError) -> JSONResponse:
     return unprocessable(exc.field, exc.msg, exc.kind)
+
+
+async def validation_error_handler(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's 422, made JSON-safe: the offending input may be NaN or infinity (Python's JSON parser
+    accepts them), which the default handler cannot encode (it would answer 500)."""
+    return JSONResponse(status_code=422, content={"detail": jsonable(jsonable_encoder(exc.errors()))})
 
 
 def jsonable(obj):

@@ -30,6 +30,27 @@ from ..stepmodel import StepModel
 MAX_THROUGHPUT_GRID = 192
 
 
+def concurrency_caps(dep: Deployment, input_len: int, output_len: int, budget: int, policy: str, block: int,
+                     decode_only: bool = False) -> tuple[dict, float, float]:
+    """({cap: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence of the replica).
+
+    Mixed steps: D·(1 + 1/(O − 1)) sequences hold KV and D·(1 + I/(O − 1)) tokens must fit the budget
+    (per attention group); decode-only steps (disaggregated decode): D sequences, D tokens.
+    """
+    m, par = dep.model, dep.par
+    groups = par.attention_groups
+    held = input_len + output_len if policy == "max" else input_len + output_len / 2
+    held = np.ceil(held / block) * block
+    kv_seq = float(kv_bytes_per_gpu(m, dep.dtypes, par, 1, held)) * groups
+    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget)
+    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
+    if decode_only:
+        return {"kv-cache": int(min(c_kv, 1e9)), "token budget": budget * groups}, capacity, kv_seq
+    per_prompt = input_len / (output_len - 1)
+    return ({"kv-cache": int(min(c_kv, 1e9) / (1 + 1 / (output_len - 1))),
+             "token budget": int(budget // (1 + per_prompt)) * groups}, capacity, kv_seq)
+
+
 @dataclass
 class MaxThroughput:
     model: str
@@ -80,14 +101,11 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     m, par = dep.model, dep.par
     groups = par.attention_groups
     per_prompt = input_len / (output_len - 1)  # prompt tokens prefilled per decode token
-    d_budget = int(budget // (1 + per_prompt)) * groups
+    caps, capacity, kv_seq = concurrency_caps(dep, input_len, output_len, budget, policy, block)
+    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
     held = input_len + output_len if policy == "max" else input_len + output_len / 2
     held = np.ceil(held / block) * block
-    kv_seq = float(kv_bytes_per_gpu(m, dep.dtypes, par, 1, held)) * groups  # per sequence of the replica
-    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget)
-    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
-    d_kv = int(c_kv / (1 + 1 / (output_len - 1)))
-    caps = {"kv-cache": d_kv, "token budget": d_budget, "requests": num_requests}
+    caps["requests"] = num_requests
     if max_num_seqs is not None:
         if max_num_seqs < 1:
             raise ValueError(f"max_num_seqs={max_num_seqs} must be >= 1")
