@@ -7,20 +7,19 @@ file a client names; work caps give 422.
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import pytest
 
 with warnings.catch_warnings():  # starlette's TestClient warns about httpx; not ours to fix
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
 import inferbound as ib
 from inferbound import steps
 from inferbound.estimate import decode_contexts
 from inferbound.memory import max_batch, max_context, memory_report
-from inferbound.model import alias_of, catalog_files
+from inferbound.model import catalog_files
 from inferbound.roofline import ridge_point
 from inferbound.validation import predict_rows, read_csv
 from inferbound.web import create_app
@@ -328,16 +327,28 @@ def test_simulation_past_the_time_budget_is_422():
     assert "stopped after" in r.json()["detail"][0]["msg"]
 
 
-def test_results_are_json_safe(client):
-    got = post(client, "/api/estimate", {"model": "gpt2", "gpu": "rtx_4090", "input_len": 1, "output_len": 1})
-    def walk(x):
-        if isinstance(x, float):
-            assert math.isfinite(x)
-        elif isinstance(x, dict):
-            list(map(walk, x.values()))
-        elif isinstance(x, list):
-            list(map(walk, x))
-    walk(got)
+def test_heavy_calls_beyond_the_slots_get_429():
+    pytest.importorskip("inferbound.sim", reason="inferbound.sim not installed yet")
+    app = create_app(work_seconds=0.2, heavy_slots=1)
+    busy = TestClient(app)
+    app.state.heavy_slots.acquire()  # another simulation holds the only slot
+    try:
+        r = busy.post("/api/simulate", json={"model": "llama-3.1-8b", "requests": 5})
+        assert r.status_code == 429
+        assert busy.post("/api/memory", json={"model": "llama-3.1-8b"}).status_code == 200  # cheap calls still run
+    finally:
+        app.state.heavy_slots.release()
+    assert busy.post("/api/simulate", json={"model": "llama-3.1-8b", "requests": 5}).status_code == 200
+
+
+def test_responses_are_made_json_safe():
+    """JSON has no NaN/infinity: the encoder the routes use turns them into null (else the reply is a 500)."""
+    import numpy as np
+
+    from inferbound.web.errors import jsonable
+    got = jsonable({"a": float("inf"), "b": np.float64("nan"), "c": np.array([1.0, -np.inf]), "d": (np.int64(3),)})
+    assert got == {"a": None, "b": None, "c": [1.0, None], "d": [3]}
+    json.dumps(got, allow_nan=False)
 
 
 # ---------- page, assets, hosts ----------

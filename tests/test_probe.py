@@ -35,8 +35,9 @@ def result(tmp_path_factory):
         mp.delenv("INFERBOUND_HARDWARE_PATH", raising=False)
         mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_empty")))
         mp.setenv("INFERBOUND_CALIBRATION", "none")
+        # one thread: on a shared machine a multi-threaded run waits on descheduled threads (docs/probe.md)
         return probe("smollm2-135m", quick=True, out_dir=tmp_path_factory.mktemp("probe"), overrides=TINY,
-                     plan=PLAN)
+                     plan=PLAN, threads=1)
 
 
 def test_hardware_entry_loads_as_gpu_local_with_measured_figures(result):
@@ -169,10 +170,11 @@ def test_plan_rejects_empty_steps():
 def test_cli_quick_json(tmp_path):
     from inferbound.cli import app
     import inferbound.cli.probe_cmd  # noqa: F401  (registers the command)
-    r = CliRunner().invoke(app, ["probe", "--quick", "--json", "--set", "num_hidden_layers=2", "--out", str(tmp_path)])
+    r = CliRunner().invoke(app, ["probe", "--quick", "--json", "--set", "num_hidden_layers=2", "--threads", "1",
+                                 "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["model"]["layers"] == 2 and out["overall"]["not_covered"] == 0
+    assert out["model"]["layers"] == 2 and out["overall"]["not_covered"] == 0 and out["device"]["threads"] == 1
     assert (tmp_path / "local_gpu.yaml").is_file() and (tmp_path / "measured_local.csv").is_file()
 
 

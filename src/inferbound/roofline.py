@@ -72,9 +72,12 @@ def compute_eff(gpu: GPU, dtype: str) -> float:
 
 
 def attention_dtype(gpu: GPU, compute_dtype: str, kv_dtype: str) -> str:
-    """Attention math runs at fp8 only when both the GEMMs and the cache are fp8; else 16-bit."""
+    """Attention math runs at fp8 only when both the GEMMs and the cache are fp8, at fp32 when the
+    model runs in fp32; else 16-bit."""
     if compute_dtype == "fp8" and kv_dtype == "fp8":
         return "fp8"
+    if compute_dtype == "fp32":
+        return "fp32"
     return "bf16" if gpu.supports("bf16") else "fp16"
 
 

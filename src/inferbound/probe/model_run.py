@@ -91,12 +91,12 @@ class TorchDecoder:
     def __init__(self, m: ModelSpec, dtype: str = "fp32", device: str = "cpu", seed: int = 0):
         check_supported(m)
         self.m, self.device, self.dtype = m, device, TORCH_DTYPES[dtype]
-        torch.manual_seed(seed)
+        self._gen = torch.Generator(device=device).manual_seed(seed)   # local: no global RNG side effect
         d, hd, ff = m.hidden_size, m.head_dim, m.intermediate_size
         qkv = (m.num_heads + 2 * m.num_kv_heads) * hd
 
         def w(*shape: int) -> torch.Tensor:
-            return torch.empty(*shape, dtype=self.dtype, device=device).normal_(0.0, INIT_STD)
+            return torch.empty(*shape, dtype=self.dtype, device=device).normal_(0.0, INIT_STD, generator=self._gen)
 
         def ones(n: int) -> torch.Tensor:
             return torch.ones(n, dtype=self.dtype, device=device)
@@ -171,7 +171,7 @@ class TorchDecoder:
         return F.linear(self._rms(x[:, -1], self.norm), self.lm_head)
 
     def random_ids(self, batch: int, length: int) -> torch.Tensor:
-        return torch.randint(0, self.m.vocab_size, (batch, length), device=self.device)
+        return torch.randint(0, self.m.vocab_size, (batch, length), device=self.device, generator=self._gen)
 
 
 @torch.inference_mode()

@@ -1,10 +1,13 @@
 """Web app and JSON API (``inferbound serve``): FastAPI routes over the Python API, one offline page.
 
 - ``app``: :func:`create_app` (middleware, routers, the page and its local assets);
-- ``schemas``: request bodies with the work caps; ``modelsource``: catalog names or pasted configs
-  only, never a file the client names; ``errors``: 422 with field errors, body-size cap, JSON safety;
-- ``routes_*``: catalogs, estimate/roofline/memory, simulate, validate;
-- ``static/``: index.html, app.js, charts.js, style.css (no CDN).
+- ``schemas``: request bodies, whose field limits are the work caps;
+- ``modelsource``: a model from the catalog or a pasted config only, never a file the client names;
+- ``errors``: 422 with field errors, the body-size cap, JSON safety; ``compute``: deployment building
+  and the translation of the library's input errors; ``budget``: wall-clock budget, heavy-call slots;
+- ``routes_catalog`` (models, gpus, meta), ``routes_estimate`` (estimate, roofline, memory),
+  ``routes_serving`` (simulate), ``routes_search`` (search), ``routes_validate`` (validate);
+- ``static/``: index.html, app.js, charts.js, style.css (no CDN, no web fonts).
 
 See docs/web.md.
 """

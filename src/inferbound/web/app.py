@@ -21,6 +21,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import __version__
 from . import routes_catalog, routes_estimate, routes_validate
+from .budget import make_slots
 from .errors import ApiError, BodyLimit, api_error_handler, validation_error_handler
 from .routes_catalog import available
 
@@ -57,13 +58,15 @@ def static_dir() -> Path:
 
 
 def create_app(max_body_bytes: int = MAX_BODY_BYTES, work_seconds: float | None = None,
-               allowed_hosts: list[str] | None = None) -> FastAPI:
-    """Build the app. ``work_seconds``: wall-clock budget of one simulation or search (default 20 s)."""
+               allowed_hosts: list[str] | None = None, heavy_slots: int | None = None) -> FastAPI:
+    """Build the app. ``work_seconds``: wall-clock budget of one simulation or search (default 20 s);
+    ``heavy_slots``: simulations/searches/validations at once (default half the CPUs, >= 2)."""
     app = FastAPI(title="inferbound", version=__version__, docs_url=None, redoc_url=None,
                   description="Inference arithmetic for LLM deployments: fit, TTFT, TPOT, throughput, energy, "
                               "cost and what binds them. Bad input gives 422 with field errors.")
     if work_seconds is not None:
         app.state.work_seconds = float(work_seconds)
+    app.state.heavy_slots = make_slots(heavy_slots)
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     for module in (routes_catalog, routes_estimate, routes_validate):

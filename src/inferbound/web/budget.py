@@ -1,13 +1,22 @@
-"""Wall-clock budget of one call, enforced through the library's progress callbacks.
+"""Wall-clock budget of one call, and how many heavy calls run at once.
 
 ``simulate`` and ``search`` call ``progress(done, total)`` as they go; a :class:`Deadline` passed as
 that callback raises :class:`OverBudget` once its seconds are spent, which unwinds the computation.
 The route turns it into 422 naming the field to reduce. This backs up the static caps of schemas.py,
 which bound the work but not the machine's speed.
+
+:func:`heavy_slot`: simulate, search and validate take one of ``app.state.heavy_slots`` (default: half
+the CPUs, at least 2) for their duration, waiting at most the work budget for one; a client that
+floods the server with them gets 429 instead of starving the cheap endpoints of worker threads.
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
+from contextlib import contextmanager
+
+from fastapi import HTTPException
 
 #: default seconds one simulation or search may run (create_app(work_seconds=...))
 WORK_SECONDS = 20.0
@@ -32,3 +41,24 @@ class Deadline:
 def seconds_for(request) -> float:
     """The app's budget (``app.state.work_seconds``) or the default."""
     return float(getattr(request.app.state, "work_seconds", WORK_SECONDS))
+
+
+def default_slots() -> int:
+    return max(2, (os.cpu_count() or 2) // 2)
+
+
+@contextmanager
+def heavy_slot(request):
+    """Hold one heavy-work slot of the app for the block; 429 when none frees up within the budget."""
+    slots = request.app.state.heavy_slots
+    if not slots.acquire(timeout=seconds_for(request)):
+        raise HTTPException(429, [{"loc": [], "type": "too_many_requests",
+                                   "msg": "the server is busy with other simulations/searches; retry later"}])
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+def make_slots(n: int | None) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(n or default_slots())

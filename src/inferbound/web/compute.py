@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pydantic import BaseModel
 
 from ..deployment import Deployment, make_deployment
-from .errors import ApiError, log, to_api_error
+from .errors import log, to_api_error
 from .modelsource import resolve_model
 from .schemas import DeploymentIn
 

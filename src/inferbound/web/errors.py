@@ -98,8 +98,8 @@ class BodyLimit:
         self.app, self.max_bytes = app, max_bytes
 
     async def _send_422(self, send, size: str) -> None:
-        body = json.dumps({"detail": [{"loc": ["body"], "type": "value_error.body_too_large",
-                                       "msg": f"request body is {size} bytes; the limit is {self.max_bytes:,}"}]}).encode()
+        msg = f"request body is {size} bytes; the limit is {self.max_bytes:,}"
+        body = json.dumps({"detail": [{"loc": ["body"], "type": "value_error.body_too_large", "msg": msg}]}).encode()
         await send({"type": "http.response.start", "status": 422,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

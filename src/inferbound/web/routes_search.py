@@ -10,7 +10,7 @@ import numpy as np
 from fastapi import APIRouter, Request
 
 from ..hardware import load_catalog
-from .budget import Deadline, OverBudget, seconds_for
+from .budget import Deadline, OverBudget, heavy_slot, seconds_for
 from .compute import computing
 from .errors import ApiError, jsonable
 from .modelsource import resolve_model
@@ -41,7 +41,7 @@ def search(req: SearchIn, request: Request) -> dict:
                                    f"the search size cap {size_cap}{' with all_layouts' if req.all_layouts else ''}; "
                                    f"name fewer GPUs or lower max_gpus")
     spec = resolve_model(req)
-    with computing(req):
+    with heavy_slot(request), computing(req):
         try:
             res = run_search(spec, gpus=req.gpus, max_gpus=req.max_gpus, objective=req.objective,
                              slo_ttft_ms=req.slo_ttft_ms, slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,

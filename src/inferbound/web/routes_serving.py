@@ -13,7 +13,7 @@ import math
 
 from fastapi import APIRouter, Request
 
-from .budget import Deadline, OverBudget, seconds_for
+from .budget import Deadline, OverBudget, heavy_slot, seconds_for
 from .compute import computing, deployment
 from .errors import ApiError, jsonable
 from .schemas import MAX_SIM_OUTPUT, MAX_SIM_OUTPUT_TOKENS, MAX_TOKENS, SimulateIn
@@ -26,7 +26,8 @@ def _check_workload(reqs, req: SimulateIn) -> None:
     ins = [r.input_len for r in reqs]
     out_field = "output_dist" if req.output_dist else "output_len"
     if max(outs) > MAX_SIM_OUTPUT:
-        raise ApiError(out_field, f"a drawn request asks for {max(outs):,} output tokens; the cap is {MAX_SIM_OUTPUT:,}")
+        raise ApiError(out_field, f"a drawn request asks for {max(outs):,} output tokens; "
+                                  f"the cap is {MAX_SIM_OUTPUT:,}")
     if max(ins) > MAX_TOKENS:
         raise ApiError("input_dist" if req.input_dist else "input_len",
                        f"a drawn request has {max(ins):,} prompt tokens; the cap is {MAX_TOKENS:,}")
@@ -43,7 +44,7 @@ def simulate(req: SimulateIn, request: Request) -> dict:
 
     dep = deployment(req)
     rate = math.inf if req.rate == "inf" else float(req.rate)
-    with computing(req):
+    with heavy_slot(request), computing(req):
         reqs = poisson(rate, req.requests, req.input_len, req.output_len, req.seed, req.input_dist, req.output_dist)
         _check_workload(reqs, req)
         try:

@@ -12,11 +12,12 @@ import csv
 import dataclasses
 import io
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from ..validation import group_summary, predict_rows, summarize
 from ..validation.dataset import REQUIRED, Row, parse_row
 from ..validation.predict import Prediction
+from .budget import heavy_slot
 from .compute import computing
 from .errors import ApiError, jsonable
 from .modelsource import catalog_spec, catalog_id
@@ -30,7 +31,6 @@ MAX_SETUPS = 500
 
 def read_rows(text: str) -> tuple[list[Row], list]:
     """(rows, unreadable) of CSV text; ApiError for a missing column, a broken CSV or too many rows."""
-    csv.field_size_limit(1 << 20)
     try:
         reader = csv.DictReader(io.StringIO(text))
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
@@ -61,7 +61,7 @@ def _uncovered_reason(row: Row) -> str | None:
 
 
 @router.post("/validate", summary="Score predictions against measured rows (CSV text)")
-def validate(req: ValidateIn) -> dict:
+def validate(req: ValidateIn, request: Request) -> dict:
     """Per row: measured, predicted, signed relative error or why not covered; per source/scenario/metric:
     MAPE, median APE, share within ±25 %, bias; rows that could not be read, with the reason."""
     rows, bad = read_rows(req.csv)
@@ -71,7 +71,7 @@ def validate(req: ValidateIn) -> dict:
     setups = {r.setup_key for r in safe}
     if len(setups) > MAX_SETUPS:
         raise ApiError("csv", f"{len(setups):,} distinct setups; the cap per call is {MAX_SETUPS:,}")
-    with computing(req):
+    with heavy_slot(request), computing(req):
         predicted = iter(predict_rows(safe, calibration=req.calibration_arg))
     preds = []
     for r, why in zip(rows, reasons):  # back to the rows as given (model names, not specs)

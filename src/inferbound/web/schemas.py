@@ -118,7 +118,8 @@ class DeploymentIn(ModelIn):
     kv_dtype: DType | None = Field(None, description="default: as the activations")
     emulate: bool = Field(False, description="allow formats the GPU lacks (weight-only emulation)")
     sequence_parallel: bool = False
-    pp_split: list[int] | None = Field(None, min_length=1, max_length=MAX_CONFIG_LAYERS, description="layers per pipeline stage")
+    pp_split: list[int] | None = Field(None, min_length=1, max_length=MAX_CONFIG_LAYERS,
+                                       description="layers per pipeline stage")
     microbatches: int | None = Field(None, ge=1, le=MAX_BATCH)
     collective_algo: CollectiveAlgo = "auto"
     comm_overlap: float = Field(0.0, ge=0, le=1)

@@ -63,7 +63,10 @@
     const q = new URLSearchParams(location.search);
     for (const k of Object.keys(DEFAULTS)) if (q.has(k)) setValue(k, q.get(k));
     if (q.has("config")) {
-      try { $("config").value = b64d(q.get("config")); setValue("model", CONFIG); } catch (e) { /* ignore */ }
+      try {
+        $("config").value = JSON.stringify(JSON.parse(b64d(q.get("config"))), null, 1);
+        setValue("model", CONFIG);
+      } catch (e) { /* not a config: ignore */ }
     }
   }
   function writeURL() {

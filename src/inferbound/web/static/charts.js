@@ -135,7 +135,7 @@
     el("polyline", {points: `${xs(xa)},${ys(xa * bw)} ${xs(ridge)},${ys(peak)} ${xs(xr[1])},${ys(peak)}`,
                     class: "roof"}, svg);
     el("line", {x1: xs(ridge), x2: xs(ridge), y1: ys(peak), y2: box.bottom, class: "ridge"}, svg);
-    const lab = el("text", {x: box.right - 6, y: ys(peak) - 6, "text-anchor": "end", class: "roof-label"}, svg);
+    const lab = el("text", {x: box.left + 8, y: box.top + 16, class: "roof-label"}, svg);  // above the roof: empty
     lab.textContent = `${si(peak)} FLOP/s (${data.compute_dtype}) · HBM ${si(bw)}B/s · ridge ${ridge.toFixed(0)} FLOP/B`;
     const color = {prefill: "#4e79a7", decode: "#e15759"};
     for (const {phase, r} of pts) {
@@ -168,7 +168,7 @@
     const sorted = pts.filter(p => p.x > 0 && p.y > 0).sort((a, b) => a.x - b.x);
     el("polyline", {points: sorted.map(p => `${xs(p.x)},${ys(p.y)}`).join(" "), class: "frontier"}, svg);
     for (const p of sorted) {
-      const c = el("circle", {cx: xs(p.x), cy: ys(p.y), r: 3.5, fill: colorOf(p.group), class: "pt"}, svg);
+      const c = el("circle", {cx: xs(p.x), cy: ys(p.y), r: 3, fill: colorOf(p.group), class: "fpt"}, svg);
       title(c, p.label);
     }
     if (cur) {
