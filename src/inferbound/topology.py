@@ -79,6 +79,9 @@ def check_nodes(gpu: GPU, par: Parallelism) -> None:
     limit = link_defaults()["max_gpus_per_node"]
     if par.num_gpus % par.nodes:
         raise ValueError(f"nodes={par.nodes} must divide the GPU count {par.num_gpus}")
+    if par.nodes > 1 and gpu.scaleout_bw <= 0:
+        raise ValueError(f"nodes={par.nodes} needs a scale-out network, but {gpu.id} has no NIC figure in the "
+                         f"catalog; use --nodes 1 or set --gpu-set scaleout_bw=BYTES_PER_S")
     if per_node > max(limit, gpu.scaleup_domain):
         raise ValueError(f"nodes={par.nodes} puts {per_node} GPUs in one machine; a {gpu.id} machine holds at "
                          f"most {max(limit, gpu.scaleup_domain)}: use --nodes {-(-par.num_gpus // limit)} or more")

@@ -149,6 +149,7 @@ def violation(points: Points, constraints: list[Constraint]) -> np.ndarray:
     """max over constraints of value/limit per point (<= 1: all met; NaN value, e.g. no price: inf)."""
     worst = np.zeros(len(points))
     for c in constraints:
-        v = points.metric(c.metric) / c.limit
+        with np.errstate(over="ignore"):  # a tiny limit makes a huge ratio: inf is the right answer
+            v = points.metric(c.metric) / c.limit
         worst = np.maximum(worst, np.where(np.isnan(v), np.inf, v))
     return worst
