@@ -7,7 +7,13 @@
 """
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Module- and session-scoped fixtures are built before any function-scoped monkeypatch runs, so the
+# calibration choice is also set for the whole process here.
+os.environ["INFERBOUND_CALIBRATION"] = "none"
 
 
 @pytest.fixture(autouse=True)

@@ -174,11 +174,11 @@ def max_context(m, gpu, dt, par, batch, step_tokens=None, limit: int = 10_000_00
     return lo
 
 
-def kv_capacity_bytes(m, gpu, dt, par, step_tokens) -> float:
+def kv_capacity_bytes(m, gpu, dt, par, step_tokens, fraction: float | None = None) -> float:
     """Bytes per GPU the engine gives the KV cache: a fraction of what is free after weights, the
     activations of a ``step_tokens`` step and the runtime reserve (TensorRT-LLM's
     kv_cache_free_gpu_mem_fraction accounting; data/runtime.yaml)."""
     r = runtime_defaults()["memory"]
     free = (gpu.hbm_bytes - weight_bytes_per_gpu(m, dt, par) - activation_bytes(m, dt, par, step_tokens, 0)
             - r["runtime_reserve_bytes"])
-    return max(float(free) * r["kv_free_fraction"], 0.0)
+    return max(float(free) * (r["kv_free_fraction"] if fraction is None else fraction), 0.0)

@@ -14,7 +14,7 @@ from ..roofline import ridge_point
 from ..workloads import max_throughput
 from . import app
 from .common import (ActDtype, Calibration, AttentionDp, Batch, CollectiveAlgo, CommOverlap, Dp, Emulate, Ep, Gpu, GpuFile,
-                     GpuSet, Input, Json, KvDtype, Microbatches, Model, Nodes, NumGpus, Output, Pp, PpSplit,
+                     GpuSet, Input, Json, KvDtype, Microbatches, Model, Nodes, NumGpus, Output, Pp, PpSplit, BlockSize, KvFraction, TokenBudget,
                      Requests, Scenario, SequenceParallel, Set, Tp, WeightDtype, console, gb, ms, parse_sets, print_json, run)
 
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -63,10 +63,13 @@ def deployment_command(name: str, doc: str, extra: list | None = None):
 
 @deployment_command("estimate", "Static batch (default) or max-throughput operating point: TTFT, TPOT, latency, "
                                 "throughput, energy, cost, memory and what binds each phase.",
-                    extra=[("scenario", Scenario, "static"), ("requests", Requests, 10_000)])
+                    extra=[("scenario", Scenario, "static"), ("requests", Requests, 10_000),
+                           ("block_size", BlockSize, None), ("kv_fraction", KvFraction, None),
+                           ("token_budget", TokenBudget, None)])
 def estimate(dep: Deployment, o: dict) -> None:
     if o["scenario"] == "max-throughput":
-        r = max_throughput(dep, input_len=o["input"], output_len=o["output"], num_requests=o["requests"])
+        r = max_throughput(dep, input_len=o["input"], output_len=o["output"], num_requests=o["requests"],
+                           block_size=o["block_size"], kv_fraction=o["kv_fraction"], token_budget=o["token_budget"])
         return print_json(r.to_dict()) if o["json"] else show_max_throughput(r)
     if o["scenario"] != "static":
         raise ValueError(f"scenario={o['scenario']!r} unknown; allowed: static, max-throughput")
@@ -77,12 +80,14 @@ def estimate(dep: Deployment, o: dict) -> None:
 
 
 def show_max_throughput(r) -> None:
+    band = f" (±{r.error_band:.0%})" if r.error_band is not None else ""
     t = Table(title=f"Max throughput: {r.model} on {r.num_gpus}x {r.gpu}, {r.input_len} in / {r.output_len} out")
     t.add_column("metric")
     t.add_column("value", justify="right")
     for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,}"),
                  ("limited by", r.limited_by), ("step time", ms(r.step_time_s)),
-                 ("output tok/s (total)", f"{r.output_tok_s:,.0f}"), ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}"),
+                 ("output tok/s (total)", f"{r.output_tok_s:,.0f}" + band),
+                 ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}" + band),
                  ("tok/s per user", f"{r.tok_s_per_user:,.1f}"), ("requests/s", f"{r.requests_per_s:,.2f}"),
                  ("KV capacity per GPU", gb(r.kv_capacity_bytes_per_gpu)),
                  ("power per GPU", f"{r.power_per_gpu_w:,.0f} W"), ("J per output token", f"{r.joules_per_output_token:.4f}"),

@@ -40,6 +40,14 @@ class SimResult:
     def __getitem__(self, key: str):
         return self.summary[key]
 
+    def error_bands(self) -> dict:
+        """Expected relative error of latency and throughput figures (the calibration's serving bands)."""
+        cal = self.deployment.calibration
+        if cal is None:
+            return {}
+        out = {"latency": cal.band("serving", "latency", None), "throughput": cal.band("serving", "throughput", None)}
+        return {k: v for k, v in out.items() if v is not None}
+
     def requests(self) -> dict[str, np.ndarray]:
         return request_table(self.run)
 
@@ -52,7 +60,7 @@ class SimResult:
     def to_dict(self, timeline: bool = False, max_points: int = 2000) -> dict:
         """JSON-able summary; with ``timeline``, the step samples thinned to at most ``max_points``."""
         d = {"model": self.deployment.model.name, "gpu": self.deployment.gpu.id,
-             "deployment": self.deployment.label(), **self.summary}
+             "deployment": self.deployment.label(), **self.summary, "error_bands": self.error_bands()}
         if timeline:
             tl = self.timeline()
             idx = np.unique(np.linspace(0, len(tl["t_s"]) - 1, min(max_points, len(tl["t_s"]))).astype(int))

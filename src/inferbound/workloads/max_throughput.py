@@ -31,7 +31,7 @@ MAX_THROUGHPUT_GRID = 192
 
 
 def concurrency_caps(dep: Deployment, input_len: int, output_len: int, budget: int, policy: str, block: int,
-                     decode_only: bool = False) -> tuple[dict, float, float]:
+                     decode_only: bool = False, kv_fraction: float | None = None) -> tuple[dict, float, float]:
     """({cap: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence of the replica).
 
     Mixed steps: D·(1 + 1/(O − 1)) sequences hold KV and D·(1 + I/(O − 1)) tokens must fit the budget
@@ -42,7 +42,7 @@ def concurrency_caps(dep: Deployment, input_len: int, output_len: int, budget: i
     held = input_len + output_len if policy == "max" else input_len + output_len / 2
     held = np.ceil(held / block) * block
     kv_seq = float(kv_bytes_per_gpu(m, dep.dtypes, par, 1, held)) * groups
-    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget)
+    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget, kv_fraction)
     c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
     if decode_only:
         return {"kv-cache": int(min(c_kv, 1e9)), "token budget": budget * groups}, capacity, kv_seq
@@ -77,6 +77,8 @@ class MaxThroughput:
     joules_per_output_token: float
     output_tokens_per_joule: float
     usd_per_million_output_tokens: float | None
+    kv_fraction: float = 0.9
+    error_band: float | None = None  # expected relative error of the throughput (calibration residuals)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,8 +87,13 @@ class MaxThroughput:
 def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
                    num_requests: int = 10_000, token_budget: int | None = None,
                    kv_reservation: str | None = None, block_size: int | None = None,
-                   max_num_seqs: int | None = None, **deployment_kwargs) -> MaxThroughput:
-    """Find the decode batch that maximizes output tokens/s (see module docstring)."""
+                   max_num_seqs: int | None = None, kv_fraction: float | None = None,
+                   **deployment_kwargs) -> MaxThroughput:
+    """Find the decode batch that maximizes output tokens/s (see module docstring).
+
+    ``kv_fraction``: share of the memory left after weights, activations and reserve given to the KV
+    cache (default data/runtime.yaml ``kv_free_fraction``); ``block_size``: paged-KV block tokens.
+    """
     dep = deployment or make_deployment(**deployment_kwargs)
     d = runtime_defaults()
     budget = int(d["memory"]["default_token_budget"] if token_budget is None else token_budget)
@@ -98,10 +105,13 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
             raise ValueError(f"{name}={v} must be >= {low}")
     if policy not in ("max", "average"):
         raise ValueError(f"kv_reservation={policy!r} unknown; allowed: max, average")
+    frac = float(d["memory"]["kv_free_fraction"] if kv_fraction is None else kv_fraction)
+    if not 0 < frac <= 1:
+        raise ValueError(f"kv_fraction={frac} must be in (0, 1]")
     m, par = dep.model, dep.par
     groups = par.attention_groups
     per_prompt = input_len / (output_len - 1)  # prompt tokens prefilled per decode token
-    caps, capacity, kv_seq = concurrency_caps(dep, input_len, output_len, budget, policy, block)
+    caps, capacity, kv_seq = concurrency_caps(dep, input_len, output_len, budget, policy, block, kv_fraction=frac)
     c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
     held = input_len + output_len if policy == "max" else input_len + output_len / 2
     held = np.ceil(held / block) * block
@@ -136,4 +146,5 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(c_kv), token_budget=budget,
         kv_reservation=policy, limited_by=limited, bound=str(bound), power_per_gpu_w=power,
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
-        usd_per_million_output_tokens=per_million(dps, out_tok_s))
+        usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_fraction=frac,
+        error_band=None if dep.calibration is None else dep.calibration.band("max_throughput", "throughput", str(bound)))
