@@ -186,3 +186,15 @@ def test_cli_without_torch_is_one_line_exit_2(monkeypatch):
     assert r.exit_code == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert lines == [f"error: {TORCH_MISSING}"]
+
+
+def test_probe_rows_are_scored_by_validate(result):
+    """The issue's loop: `inferbound validate` reads the probe's CSV with its hardware entry and covers
+    every row; its errors are the probe's own (same predictor, no calibration)."""
+    from inferbound.cli import app
+    out = CliRunner().invoke(app, ["validate", result.files["rows"], "--gpu-file", result.files["hardware"],
+                                   "--calibration", "none", "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output)
+    assert summary["rows"] == len(result.rows) and summary["not_covered"] == 0
+    assert summary["all"]["mape"] == pytest.approx(result.overall["mape"], rel=1e-9)
