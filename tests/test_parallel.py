@@ -223,26 +223,32 @@ def test_pp_split_errors():
         make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, pp_split=(80,))
 
 
+STEP_OVERHEAD = 1.0e-3   # efficiency.yaml defaults.step_overhead_s: once per step, not per stage
+
+
 def _stage_times(d, b, new, past):
-    """Each stage's own priced time for one micro-batch of b sequences (the parts; the formula is ours)."""
+    """Each stage's own priced time for one micro-batch of b sequences, without the per-step overhead
+    (the parts; the formula is ours)."""
     stages = pipeline.stage_layers(d.model, d.par)
     pr = comm_pricer(d.gpu, d.par)
     return [float(price_step(forward_ops(d.model, d.dtypes, d.par, b, new, past, layers=s, first=i == 0,
                                          last=i == len(stages) - 1, moe_imbalance=d.gpu.efficiency.moe_imbalance),
-                             d.gpu, d.compute_dtype, d.dtypes.kv_dtype, pr, d.par.comm_overlap).time)
+                             d.gpu, d.compute_dtype, d.dtypes.kv_dtype, pr, d.par.comm_overlap,
+                             step_overhead=False).time)
             for i, s in enumerate(stages)]
 
 
 @pytest.mark.parametrize("split,micro", [(None, None), ((30, 50), 4)])
 def test_pp_prefill_fill_and_drain(split, micro):
-    """T = sum t_i + (m - 1) max t_i + (pp - 1) s; s = activation send b x new x 8192 x 2 B over NVLink."""
+    """T = sum t_i + (m - 1) max t_i + (pp - 1) s + o; s = activation send b x new x 8192 x 2 B over
+    NVLink, o the per-step overhead."""
     d = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, pp_split=split, microbatches=micro)
     batch, new = 4, 512
     m = 2 if micro is None else 4          # default min(batch, pp)
     b = batch / m
     t = _stage_times(d, b, new, 0)
     s = 5e-6 + b * new * 8192 * 2 / (450e9 * 0.65)   # stage neighbours 4 ranks apart, same NVLink island
-    expect = sum(t) + (m - 1) * max(t) + (2 - 1) * s
+    expect = sum(t) + (m - 1) * max(t) + (2 - 1) * s + STEP_OVERHEAD
     got = float(steps.prefill_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, batch, new).time)
     assert got == pytest.approx(expect, rel=1e-9)
     if split is not None:
@@ -252,17 +258,17 @@ def test_pp_prefill_fill_and_drain(split, micro):
 def test_pp_decode_busy_with_enough_microbatches_bubble_at_batch_1():
     d = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2)
     ctx = 1000
-    # batch 32: m = 2 micro-batches of 16 in flight -> T = max(2 max t, t0 + t1 + s)
+    # batch 32: m = 2 micro-batches of 16 in flight -> T = max(2 max t, t0 + t1 + s) + o
     t = _stage_times(d, 16, 1, ctx)
     s = 5e-6 + 16 * 8192 * 2 / (450e9 * 0.65)
     c = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 32, ctx)
-    assert float(c.time) == pytest.approx(max(2 * max(t), sum(t) + s), rel=1e-9)
+    assert float(c.time) == pytest.approx(max(2 * max(t), sum(t) + s) + STEP_OVERHEAD, rel=1e-9)
     assert float(c.split["bubble"]) < 0.05 * float(c.time)     # stages 40/40 layers: nearly balanced
-    # batch 1: one micro-batch, every other stage idles: T = t0 + t1 + s, bubble = (pp - 1)/pp of sum t
+    # batch 1: one micro-batch, every other stage idles: T = t0 + t1 + s + o, bubble = (pp - 1)/pp of sum t
     t1 = _stage_times(d, 1, 1, ctx)
     s1 = 5e-6 + 1 * 8192 * 2 / (450e9 * 0.65)
     c1 = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 1, ctx)
-    assert float(c1.time) == pytest.approx(sum(t1) + s1, rel=1e-9)
+    assert float(c1.time) == pytest.approx(sum(t1) + s1 + STEP_OVERHEAD, rel=1e-9)
     assert float(c1.split["bubble"]) == pytest.approx(sum(t1) / 2, rel=1e-9)
     assert float(c1.split["bubble"]) > 0.4 * float(c1.time)
     assert float(c1.split["communication"]) >= s1

@@ -5,9 +5,11 @@ remainder); the first stage also holds the embedding, the last the final norm an
 B sequences runs as m micro-batches of B/m (m = ``microbatches`` or min(B, pp)); t_i is stage i's time
 for one micro-batch and s the activation send between stages (b·new·d values, point-to-point):
 
-    prefill (fill and drain):      T = Σ_i t_i + (m − 1)·max_i t_i + (pp − 1)·s
+    prefill (fill and drain):      T = Σ_i t_i + (m − 1)·max_i t_i + (pp − 1)·s + o
     decode (m micro-batches in flight, every sequence advances one token):
-                                   T = max(m·max_i t_i, Σ_i t_i + (pp − 1)·s)
+                                   T = max(m·max_i t_i, Σ_i t_i + (pp − 1)·s) + o
+
+(o: the per-step overhead — scheduling, sampling — paid once per step, not per stage.)
 
 so decode keeps every stage busy once m >= pp and the stages are balanced; with fewer micro-batches
 the difference is the bubble. The split of T reports the average GPU's work (m·mean_i of the stage
@@ -98,27 +100,30 @@ def step_cost(m: ModelSpec, gpu, dt: Dtypes, par: Parallelism, compute_dtype: st
     pricer = comm_pricer(gpu, par)
     imb = gpu.efficiency.moe_imbalance
 
-    def price(ops):
-        return price_step(ops, gpu, compute_dtype, dt.kv_dtype, pricer, par.comm_overlap)
+    def price(ops, step_overhead=True):
+        return price_step(ops, gpu, compute_dtype, dt.kv_dtype, pricer, par.comm_overlap, step_overhead)
 
     if par.pp == 1:
         return price(stage_work(m, dt, par, batch, new, past, logits_per_seq, imb, attention)[0])
     batch = np.asarray(batch, dtype=float)
     mb = np.minimum(batch, par.pp) if par.microbatches is None else np.minimum(batch, par.microbatches)
     b = batch / mb
-    costs = [price(ops) for ops in stage_work(m, dt, par, b, new, past, logits_per_seq, imb, attention)]
+    costs = [price(ops, step_overhead=False)
+             for ops in stage_work(m, dt, par, b, new, past, logits_per_seq, imb, attention)]
     times = np.stack(np.broadcast_arrays(*[np.asarray(c.time, dtype=float) for c in costs]))
     link = place(gpu, par, 2, par.tp * par.attention_groups)
     send, _ = p2p(b / par.attention_groups * np.asarray(new, dtype=float) * m.hidden_size
                   * bytes_per_element(dt.high_precision), link.outer or link.inner)
     sends = (par.pp - 1) * send
+    step_fixed = gpu.efficiency.step_overhead_s  # once per step, not per stage or micro-batch
     if phase == "prefill":
-        total = times.sum(axis=0) + (mb - 1) * times.max(axis=0) + sends
+        total = times.sum(axis=0) + (mb - 1) * times.max(axis=0) + sends + step_fixed
     else:
-        total = np.maximum(mb * times.max(axis=0), times.sum(axis=0) + sends)
+        total = np.maximum(mb * times.max(axis=0), times.sum(axis=0) + sends) + step_fixed
     split = {k: mb * np.mean(np.stack(np.broadcast_arrays(*[np.asarray(c.split[k], dtype=float) for c in costs])),
                              axis=0) for k in costs[0].split}
     split["communication"] = split["communication"] + sends
+    split["overhead"] = split["overhead"] + step_fixed
     split["bubble"] = np.maximum(total - sum(split.values()), 0.0)
     kinds: dict = {"p2p": sends}
     for c in costs:

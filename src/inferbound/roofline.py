@@ -92,12 +92,13 @@ def price_op(op: Op, gpu: GPU, dtype: str) -> PricedOp:
 
 
 def price_step(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None,
-               comm_overlap: float = 0.0) -> StepCost:
+               comm_overlap: float = 0.0, step_overhead: bool = True) -> StepCost:
     """Price every operator; add the per-step overhead; split the time by what each second is spent on.
 
     ``comm_pricer(op) -> (seconds, label)`` prices collectives (``collectives.py``); without one none may
     occur. ``comm_overlap`` hides that share of the collective time behind the step's other work
-    (never more than that work).
+    (never more than that work). ``step_overhead=False`` leaves out the per-step fixed cost (a
+    pipeline stage's micro-batch: the scheduler runs once per step, not once per stage).
     """
     att = attention_dtype(gpu, compute_dtype, kv_dtype)
     priced, split = [], {"compute": 0.0, "weights": 0.0, "kv": 0.0, "activations": 0.0,
@@ -124,7 +125,8 @@ def price_step(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_
         split["kv"] = split["kv"] + mem_t * np.asarray(op.kv_bytes) / total_b * n
         split["activations"] = split["activations"] + mem_t * np.asarray(op.act_bytes) / total_b * n
         split["overhead"] = split["overhead"] + gpu.efficiency.kernel_overhead_s * n
-    split["overhead"] = split["overhead"] + gpu.efficiency.step_overhead_s
+    if step_overhead:
+        split["overhead"] = split["overhead"] + gpu.efficiency.step_overhead_s
     if comm_overlap:
         work = split["compute"] + split["weights"] + split["kv"] + split["activations"]
         visible = split["communication"] - np.minimum(split["communication"] * comm_overlap, work)
