@@ -429,3 +429,13 @@ def test_tied_model_active_keeps_the_table_it_multiplies_by():
     p = count_params(load_model("llama-3.2-1b"))
     assert load_model("llama-3.2-1b").tie_embeddings
     assert p.active == p.total
+
+
+def test_gptj_counts_its_lm_head_bias():
+    """GPT-J's LM head is nn.Linear(4096, 50400) with a bias (transformers GPTJForCausalLM)."""
+    p = count_params(load_model("gpt-j-6b"))
+    assert p.lm_head == 4096 * 50400 + 50400
+    # 28 layers of: q,k,v,o 4·4096² (no biases) + fc_in/fc_out 2·4096·16384 + 16384 + 4096 biases
+    # + ln_1 2·4096; embedding 50400·4096; ln_f 2·4096; LM head with bias
+    layer = 4 * 4096**2 + 2 * 4096 * 16384 + 16384 + 4096 + 2 * 4096
+    assert p.total == 28 * layer + 50400 * 4096 + 2 * 4096 + 4096 * 50400 + 50400

@@ -193,6 +193,7 @@ def _interpret(raw: dict[str, Any], name: str) -> dict[str, Any]:
                            "opt": int(_get(raw, "max_position_embeddings", default=2048)) + 2
                            }.get(family, 0),
         tie_embeddings=bool(raw.get("tie_word_embeddings", TIE_DEFAULT.get(family, True))),
+        lm_head_bias=family == "gptj",  # GPTJForCausalLM: nn.Linear(n_embd, vocab_size) with bias
         parallel_attention=bool(raw.get("parallel_attn", family == "gptj")),
         layers=layers, moe=moe, mla=mla,
         mtp_layers=int(raw.get("num_nextn_predict_layers") or 0),

@@ -106,7 +106,7 @@ def count_params(m: ModelSpec) -> ParamCount:
         mtp = m.mtp_layers * (layer + 2 * d * d + norm_params(m) * (m.norms_per_layer + 3))
     return ParamCount(
         embedding=m.vocab_size * d + m.learned_positions * d,
-        lm_head=0 if m.tie_embeddings else m.vocab_size * d,
+        lm_head=(0 if m.tie_embeddings else m.vocab_size * d) + m.vocab_size * m.lm_head_bias,
         attention=attn, dense_mlp=dense, routed_experts=routed, shared_experts=shared, router=router,
         norms=norms, mtp=mtp, active_routed=active_routed, tied=m.tie_embeddings,
         position_embedding=m.learned_positions * d)

@@ -92,6 +92,7 @@ class ModelSpec(BaseModel):
     norms_per_layer: int = Field(default=2, ge=0)
     learned_positions: int = Field(default=0, ge=0, description="rows of a learned position embedding")
     tie_embeddings: bool = False
+    lm_head_bias: bool = Field(default=False, description="the LM head has a bias (GPT-J)")
     parallel_attention: bool = False
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
