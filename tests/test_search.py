@@ -391,3 +391,16 @@ def test_cli_errors_exit_2_with_one_line(args, text):
     r = runner.invoke(app, ["search", M8, "--gpus", "h100_sxm", "--max-gpus", "1"] + args)
     assert r.exit_code == 2
     assert text in " ".join(r.output.split())
+
+
+def test_both_modes_rank_aggregated_and_disaggregated_together():
+    """--both-modes sweeps every layout twice; its best is the better of the two single-mode searches."""
+    kw = dict(gpus=["h100_sxm"], max_gpus=2, objective="tok_s_per_gpu", input_len=512, output_len=128,
+              calibration="none")
+    agg, dis, both = (search("llama-3.1-8b", disaggregated=m, **kw) for m in (False, True, "both"))
+    assert both.layouts == agg.layouts + dis.layouts
+    assert both.modes == ("aggregated", "disaggregated")
+    best = max(agg.table[0].metrics["tok_s_per_gpu"], dis.table[0].metrics["tok_s_per_gpu"])
+    assert both.table[0].metrics["tok_s_per_gpu"] == pytest.approx(best, rel=1e-12)
+    with pytest.raises(ValueError, match="disaggregated"):
+        search("llama-3.1-8b", disaggregated="sometimes", **kw)

@@ -48,6 +48,8 @@ def search(model: Model = "llama-3.1-8b",
            target_rate: Annotated[float | None, Opt("--target-rate", help="requests/s the fleet must serve")] = None,
            input: Input = 1024, output: Output = 256,
            disaggregated: Annotated[bool, Opt("--disaggregated", help="separate prefill and decode pools")] = False,
+           both_modes: Annotated[bool, Opt("--both-modes", help="sweep aggregated and disaggregated serving, "
+                                                              "ranked together")] = False,
            dtypes: Annotated[str | None, Opt("--dtypes", help="dtype combinations: bf16,fp8,int4,fp4")] = None,
            all_layouts: Annotated[bool, Opt("--all-layouts", help="also PP inside NVLink islands, partial EP")] = False,
            token_budget: Annotated[int | None, Opt("--token-budget", help="tokens per step (default 8192)")] = None,
@@ -74,7 +76,7 @@ def search(model: Model = "llama-3.1-8b",
         kwargs = dict(gpus=_list(gpus, "--gpus"), max_gpus=max_gpus, objective=objective, slo_ttft_ms=slo_ttft_ms,
                       slo_tpot_ms=slo_tpot_ms, slo_e2e_ms=slo_e2e_ms, max_dollars_per_hour=max_dollars_per_hour,
                       max_watts=max_watts, max_total_gpus=gpu_budget, target_rate=target_rate, input_len=input,
-                      output_len=output, disaggregated=disaggregated, backend=backend, ray_address=ray_address,
+                      output_len=output, disaggregated="both" if both_modes else disaggregated, backend=backend, ray_address=ray_address,
                       calibration=calibration, dtypes=_list(dtypes, "--dtypes"), all_layouts=all_layouts,
                       top=top, token_budget=token_budget)
         res = run_search(model, **kwargs) if json else _with_progress(model, kwargs)
@@ -134,7 +136,7 @@ def show(res: SearchResult, pairs) -> None:
     w = res.workload
     slo = ", ".join(c.label for c in res.constraints) or "none"
     t = Table(title=f"{res.model}: best deployments for {res.objective} ({w.input_len} in / {w.output_len} out, "
-                    f"{'disaggregated' if w.disaggregated else 'aggregated'}; constraints: {slo})")
+                    f"{' + '.join(res.modes)}; constraints: {slo})")
     heads = dict((k, h) for h, k in COLUMNS) | {"gpus_for_rate": "GPUs for rate"}
     for c in ("#", "configuration", "conc.", heads[res.objective], *(h for h, k in COLUMNS if k != res.objective),
               "stops at", "bound"):

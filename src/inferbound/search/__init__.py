@@ -9,6 +9,7 @@ each layout's best concurrency and ranks the layouts (``rank.py``), and explains
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
            objective: str = "tok_s_per_gpu", slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
            slo_e2e_ms: float | None = None, max_dollars_per_hour: float | None = None,
            max_watts: float | None = None, max_total_gpus: int | None = None, target_rate: float | None = None,
-           input_len: int = 1024, output_len: int = 256, disaggregated: bool = False, backend: str = "local",
+           input_len: int = 1024, output_len: int = 256, disaggregated: bool | str = False, backend: str = "local",
            ray_address: str | None = None, progress=None, calibration=None, dtypes: list[str] | None = None,
            all_layouts: bool = False, top: int | None = None, token_budget: int | None = None) -> SearchResult:
     """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
@@ -48,7 +49,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
     data/search.yaml). SLOs in ms; budgets bound the fleet (one unit, or the units ``target_rate``
     requests/s need). ``objective``: tok_s_per_gpu, tok_s_per_user, tokens_per_joule, usd_per_mtok or
-    gpus_for_rate (needs ``target_rate``). ``progress(done, total)`` is called while layouts evaluate.
+    gpus_for_rate (needs ``target_rate``). ``disaggregated``: False (aggregated serving), True (separate
+    prefill and decode pools) or "both" (every layout in both modes, ranked together).
+    ``progress(done, total)`` is called while layouts evaluate.
     Raises ValueError naming the closest miss when no configuration meets the constraints.
     """
     t0 = time.perf_counter()
@@ -57,6 +60,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
         raise ValueError(f"objective={objective!r} unknown; allowed: {', '.join(OBJECTIVES)}")
     if objective == "gpus_for_rate" and target_rate is None:
         raise ValueError("objective='gpus_for_rate' needs target_rate (requests/s); e.g. --target-rate 10")
+    modes = {False: (False,), True: (True,), "both": (False, True)}.get(disaggregated)
+    if modes is None:
+        raise ValueError(f"disaggregated={disaggregated!r} unknown; allowed: False, True, 'both'")
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} unknown; allowed: {', '.join(BACKENDS)}")
     _check("input_len", input_len, 1)
@@ -72,15 +78,21 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     w = Workload(input_len=int(input_len), output_len=int(output_len),
                  token_budget=int(_check("token_budget", token_budget, 1) or rt["memory"]["default_token_budget"]),
                  kv_reservation=rt["max_throughput"]["kv_reservation"],
-                 block_size=int(rt["max_throughput"]["kv_block_size"]), disaggregated=bool(disaggregated),
+                 block_size=int(rt["max_throughput"]["kv_block_size"]), disaggregated=modes[-1],
                  max_decode_replicas=int(d["evaluation"]["max_decode_replicas"]))
     m = model if isinstance(model, ModelSpec) else load_model(model)
     space = build_space(m, resolve_gpus(gpus, calibration), max_gpus, dtypes, all_layouts)
-    deps = space.deployments
-    if not deps:
+    if not space.deployments:
         raise ValueError(f"no layout of {m.name} fits within max_gpus={max_gpus}: {space.skipped_summary()}")
-    per_layout = evaluate_all(deps, w, backend, ray_address, progress)
-    labels = [f"{dep.label()} {c}" for dep, c in zip(deps, space.combos)]
+    deps, combos, works, per_layout = [], [], [], []
+    for mode in modes:  # each layout once per serving mode; the modes are ranked together
+        w_mode = replace(w, disaggregated=mode)
+        per_layout += evaluate_all(space.deployments, w_mode, backend, ray_address, progress)
+        deps += space.deployments
+        combos += space.combos
+        works += [w_mode] * len(space.deployments)
+    labels = [f"{dep.label()} {c}" + (" disaggregated" if wk.disaggregated and len(modes) > 1 else "")
+              for dep, c, wk in zip(deps, combos, works)]
     for dep, lab, p in zip(deps, labels, per_layout):
         if p is None:
             space.skip("KV cache holds no request", lab)
@@ -94,12 +106,13 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     rows = []
     for rank, i in enumerate(order, start=1):
         k = int(points.layout[i])
-        rows.append(_row(rank, deps[k], space.combos[k], per_layout[k], points, int(i), w, objective, feasible,
+        rows.append(_row(rank, deps[k], combos[k], per_layout[k], points, int(i), works[k], objective, feasible,
                          constraints))
     return SearchResult(model=m.name, workload=w, objective=objective, constraints=constraints, table=rows,
                         winner_reason=winner_reason(rows, objective), points=points, feasible=feasible,
                         labels=labels, skipped=dict(space.skipped), skipped_examples=dict(space.examples),
                         elapsed_s=time.perf_counter() - t0, backend=backend, notes=notes,
+                        modes=tuple("disaggregated" if x else "aggregated" for x in modes),
                         default_frontier=tuple(d["output"]["frontier"]))
 
 

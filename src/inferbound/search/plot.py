@@ -44,7 +44,7 @@ def _check(path: Path, suffix: str, field: str) -> Path:
 
 def _title(result: SearchResult) -> str:
     w = result.workload
-    mode = ", disaggregated" if w.disaggregated else ""
+    mode = f", {' + '.join(result.modes)}" if result.modes != ("aggregated",) else ""
     slo = f", {', '.join(c.label for c in result.constraints)}" if result.constraints else ""
     return f"{result.model}: {w.input_len} in / {w.output_len} out{mode}{slo}"
 

@@ -154,6 +154,7 @@ class SearchResult:
     backend: str
     notes: list[str] = field(default_factory=list)
     default_frontier: tuple[str, str] = ("tok_s_per_gpu", "tok_s_per_user")
+    modes: tuple[str, ...] = ("aggregated",)  # serving modes swept (aggregated, disaggregated or both)
 
     @property
     def evaluated(self) -> int:
@@ -191,6 +192,7 @@ class SearchResult:
             "model": self.model, "objective": self.objective, "backend": self.backend,
             "workload": {"input_len": w.input_len, "output_len": w.output_len, "token_budget": w.token_budget,
                          "kv_reservation": w.kv_reservation, "disaggregated": w.disaggregated,
+                         "modes": list(self.modes),
                          "target_rate": self.points.target_rate},
             "constraints": [c.label for c in self.constraints],
             "winner_reason": self.winner_reason, "table": [r.to_dict() for r in self.table],
