@@ -13,12 +13,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from importlib import resources
 
 import numpy as np
-import yaml
 
+from .datafiles import data_yaml
 from .config import Dtypes, Parallelism
 from .dtypes import bytes_per_element, weight_bytes_per_element
 from .hardware import GPU
@@ -27,9 +25,8 @@ from .model.params import attention_params, count_params, mlp_params, norm_param
 from .model.spec import ModelSpec
 
 
-@lru_cache(maxsize=1)
 def runtime_defaults() -> dict:
-    return yaml.safe_load((resources.files("inferbound") / "data" / "runtime.yaml").read_text())
+    return data_yaml("runtime.yaml")
 
 
 def kv_shard(m: ModelSpec, par: Parallelism) -> int:

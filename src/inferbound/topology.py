@@ -11,18 +11,15 @@ A group of n consecutive ranks stays on the fastest fabric that holds it:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 
-import yaml
 
+from .datafiles import data_yaml
 from .config import Parallelism
 from .hardware import GPU
 
 
-@lru_cache(maxsize=1)
 def link_defaults() -> dict:
-    return yaml.safe_load((resources.files("inferbound") / "data" / "links.yaml").read_text())
+    return data_yaml("links.yaml")
 
 
 @dataclass(frozen=True)

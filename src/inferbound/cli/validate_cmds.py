@@ -18,10 +18,6 @@ CsvFile = Annotated[Path, typer.Argument(help="CSV in the validation schema (see
 Calib = Annotated[str | None, typer.Option("--calibration", help="calibration YAML, 'default' or 'none' (catalog priors)")]
 
 
-def _pct(x) -> str:
-    return "-" if x is None else f"{x:+.1%}" if x < 0 or x > 0 and False else f"{x:.1%}"
-
-
 @app.command()
 def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", help="write per-row CSV")] = None,
              plot_file: Annotated[Path | None, typer.Option("--plot", help="predicted vs measured PNG")] = None,

@@ -21,11 +21,9 @@ Every skip is counted under its reason, with an example: nothing is dropped sile
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 
-import yaml
 
+from ..datafiles import data_yaml
 from ..calibration.model import resolve as resolve_calibration
 from ..config import Parallelism
 from ..deployment import Deployment, make_deployment
@@ -35,9 +33,8 @@ from ..model import ModelSpec
 from ..topology import island_size, link_defaults
 
 
-@lru_cache(maxsize=1)
 def search_defaults() -> dict:
-    return yaml.safe_load((resources.files("inferbound") / "data" / "search.yaml").read_text())
+    return data_yaml("search.yaml")
 
 
 @dataclass(frozen=True)

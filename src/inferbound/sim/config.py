@@ -1,20 +1,15 @@
 """Simulator settings: engine defaults from data/serving.yaml (sources there) and their validation."""
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
-
-import yaml
-
+from ..datafiles import data_yaml
 from ..deployment import Deployment
 from .blocks import kv_capacity_blocks
 from .engine import PREEMPTION, EngineConfig
 
 
-@lru_cache(maxsize=1)
 def serving_defaults() -> dict:
     """The ``scheduler`` section of data/serving.yaml."""
-    return yaml.safe_load((resources.files("inferbound") / "data" / "serving.yaml").read_text())["scheduler"]
+    return data_yaml("serving.yaml")["scheduler"]
 
 
 def _int(name: str, value, low: int) -> int:

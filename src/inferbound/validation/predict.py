@@ -8,12 +8,10 @@ engine from the model's architecture (data/frameworks.yaml) apply by the row's `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Callable
 
-import yaml
 
+from ..datafiles import data_yaml
 from ..deployment import Deployment, make_deployment
 from ..estimate import estimate
 from .. import steps
@@ -39,9 +37,8 @@ class Prediction:
         return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
 
 
-@lru_cache(maxsize=1)
 def framework_profiles() -> dict:
-    return yaml.safe_load((resources.files("inferbound") / "data" / "frameworks.yaml").read_text()) or {}
+    return data_yaml("frameworks.yaml") or {}
 
 
 def framework_profile(framework: str) -> dict:
