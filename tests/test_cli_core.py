@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from inferbound.cli import app
+from cli_helpers import assert_one_line_error  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +25,6 @@ def run_json(runner, *args):
     return json.loads(r.stdout)
 
 
-def assert_one_line_error(r, *words):
-    assert r.exit_code == 2, r.output
-    assert "Traceback" not in r.output
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("error:")
-    for w in words:
-        assert w in lines[0]
 
 
 def test_estimate_defaults_print_ttft(runner):

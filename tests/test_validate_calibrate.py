@@ -36,6 +36,7 @@ from inferbound.cli import app
 from inferbound.hardware import get_gpu
 from inferbound.validation import predict_rows, read_csv
 from inferbound.validation.predict import deployment_for, framework_profile
+from cli_helpers import assert_one_line_error  # noqa: E402
 
 COLUMNS = ["case", "source", "model", "gpu", "num_gpus", "tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype",
            "framework", "scenario", "batch_size", "request_rate", "num_requests", "input_len", "output_len", "metric",
@@ -125,14 +126,6 @@ def runner():
     return CliRunner()
 
 
-def assert_one_line_error(r, *words):
-    assert r.exit_code == 2, r.output
-    assert "Traceback" not in r.output
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("error:")
-    for w in words:
-        assert w in lines[0], lines[0]
 
 
 # --- the hand formulas themselves -------------------------------------------------------------------
