@@ -16,7 +16,7 @@ with warnings.catch_warnings():  # starlette's TestClient warns about httpx; not
     from fastapi.testclient import TestClient
 
 import inferbound as ib
-from inferbound import steps
+from inferbound import step
 from inferbound.estimate import decode_contexts
 from inferbound.memory import max_batch, max_context, memory_report
 from inferbound.model import catalog_files
@@ -116,8 +116,8 @@ def test_roofline_matches_step_costs_and_obeys_the_roof(client):
     ctxs = decode_contexts(1000, 300)
     ctx = float(ctxs[len(ctxs) // 2])
     assert got["decode_context"] == ctx
-    costs = {"prefill": steps.prefill_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 32, 1000),
-             "decode": steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 32, ctx)}
+    costs = {"prefill": step.prefill(d, 32, 1000),
+             "decode": step.decode(d, 32, ctx)}
     for phase, cost in costs.items():
         rows = got["phases"][phase]
         assert [r["name"] for r in rows] == [p.op.name for p in cost.ops]

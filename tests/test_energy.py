@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from inferbound import steps
+from inferbound import step
 from inferbound.cli import app
 from inferbound.deployment import make_deployment
-from inferbound.energy import power_w, step_flops_bytes
+from inferbound.energy import power_w
 from inferbound.estimate import estimate
 from inferbound.hardware import get_gpu
 from inferbound.workloads import max_throughput
@@ -113,15 +113,15 @@ def prefill_flops_by_hand(batch, s):
 
 
 def test_step_flops_are_the_operators_flops_by_hand(dep):
-    pre = steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, B, S)
-    flops, moved = step_flops_bytes(pre)
+    pre = step.prefill(dep, B, S)
+    flops, moved = pre.flops, pre.bytes
     assert float(flops) == pytest.approx(prefill_flops_by_hand(B, S), rel=1e-12)
     assert float(moved) > 16_060_522_496          # at least the bf16 weights (8.03 B params x 2 B)
 
 
 def test_prefill_energy_is_power_times_ttft(dep, est):
-    pre = steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, B, S)
-    flops, moved = step_flops_bytes(pre)
+    pre = step.prefill(dep, B, S)
+    flops, moved = pre.flops, pre.bytes
     t = est.ttft_s
     assert float(pre.time) == pytest.approx(t, rel=1e-12)
     p = p_hand(float(flops), float(moved), t)
@@ -135,8 +135,8 @@ def test_decode_energy_is_the_sum_over_decode_steps(dep, est):
     e = est.energy
     total = 0.0
     for c in range(S, S + N - 1):                 # step j feeds token j with S + j - 1 tokens cached
-        cost = steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, B, float(c))
-        f, m = step_flops_bytes(cost)
+        cost = step.decode(dep, B, float(c))
+        f, m = cost.flops, cost.bytes
         total += p_hand(float(f), float(m), float(cost.time)) * float(cost.time)
     assert e["decode_energy_j"] == pytest.approx(total, rel=1e-9)
     assert e["energy_j"] == pytest.approx(e["prefill_energy_j"] + total, rel=1e-9)
@@ -161,9 +161,9 @@ def test_per_token_energy_power_and_cost(est):
 
 def test_energy_counts_every_gpu_tp2():
     dep2 = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", tp=2)
-    e2 = estimate(dep2, batch=B, input_len=S, output_len=N, details=False)
-    pre = steps.prefill_cost(dep2.model, dep2.gpu, dep2.dtypes, dep2.par, dep2.compute_dtype, B, S)
-    f, m = step_flops_bytes(pre)               # per GPU, collectives excluded
+    e2 = estimate(dep2, batch=B, input_len=S, output_len=N)
+    pre = step.prefill(dep2, B, S)
+    f, m = pre.flops, pre.bytes               # per GPU, collectives excluded
     assert float(f) == pytest.approx(prefill_flops_by_hand(B, S) / 2, rel=1e-3)  # norms replicated: ~half
     p = p_hand(float(f), float(m), e2.ttft_s)
     assert e2.energy["prefill_energy_j"] == pytest.approx(p * e2.ttft_s * 2, rel=1e-9)
@@ -175,7 +175,7 @@ def test_energy_counts_every_gpu_tp2():
 
 def test_data_parallel_replicas_keep_energy_per_token(est):
     e_dp = estimate(make_deployment(model="llama-3.1-8b", gpu="h100_sxm", num_gpus=2, tp=1, dp=2),
-                    batch=B, input_len=S, output_len=N, details=False)
+                    batch=B, input_len=S, output_len=N)
     assert e_dp.energy["energy_j"] == pytest.approx(2 * est.energy["energy_j"], rel=1e-12)
     assert e_dp.energy["joules_per_output_token"] == pytest.approx(est.energy["joules_per_output_token"], rel=1e-12)
     assert e_dp.energy["usd_per_million_output_tokens"] == pytest.approx(
@@ -185,7 +185,7 @@ def test_data_parallel_replicas_keep_energy_per_token(est):
 def test_no_price_gives_no_cost_but_energy():
     g = get_gpu("a100_80gb_sxm")
     assert g.price_per_hour is None              # hardware.yaml: price_usd_per_gpu_hr_approx: null
-    e = estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", batch=4, input_len=256, output_len=32, details=False)
+    e = estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", batch=4, input_len=256, output_len=32)
     assert e.energy["usd_per_million_output_tokens"] is None
     assert e.energy["usd_per_million_input_tokens"] is None
     assert e.energy["usd_per_hour"] is None
@@ -198,7 +198,7 @@ def test_energy_per_output_token_falls_as_batch_grows_memory_bound(dep):
     """Decode-dominated (128 in, 512 out): a bigger batch reads the same weights for more tokens."""
     jpt, power, tput = [], [], []
     for b in (1, 4, 16, 64):
-        e = estimate(dep, batch=b, input_len=128, output_len=512, details=False)
+        e = estimate(dep, batch=b, input_len=128, output_len=512)
         assert e.decode.bound == "memory"
         jpt.append(e.energy["joules_per_output_token"])
         power.append(e.energy["average_power_w"])
@@ -220,7 +220,7 @@ def test_max_throughput_energy_fields():
 
 def test_max_throughput_uses_less_energy_per_token_than_batch_one(dep):
     r = max_throughput(dep, input_len=128, output_len=512)
-    e1 = estimate(dep, batch=1, input_len=128, output_len=512, details=False)
+    e1 = estimate(dep, batch=1, input_len=128, output_len=512)
     assert r.joules_per_output_token < 0.1 * e1.energy["joules_per_output_token"]
 
 

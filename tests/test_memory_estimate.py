@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inferbound import steps
+from inferbound import step
 from inferbound.config import Dtypes, Parallelism
 from inferbound.deployment import make_deployment
 from inferbound.estimate import estimate
@@ -106,7 +106,7 @@ def est8():
 
 def test_ttft_is_the_prefill_step(est8):
     dep = make_deployment(model="llama-3.1-8b", gpu="h100_sxm")
-    pre = steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, 4, 512)
+    pre = step.prefill(dep, 4, 512)
     assert est8.ttft_s == pytest.approx(float(pre.time), rel=1e-12)
 
 
@@ -122,8 +122,8 @@ def test_e2e_and_throughput_identities(est8):
 
 def test_tpot_is_the_mean_decode_step_within_the_run(est8):
     dep = make_deployment(model="llama-3.1-8b", gpu="h100_sxm")
-    lo = steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, 4, 512).time
-    hi = steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, 4, 512 + 33).time
+    lo = step.decode(dep, 4, 512).time
+    hi = step.decode(dep, 4, 512 + 33).time
     assert float(lo) < est8.tpot_s < float(hi)      # decode time grows with the cache
 
 
@@ -133,7 +133,7 @@ def test_tpot_averages_the_exact_decode_contexts():
     e = estimate(dep, batch=4, input_len=s, output_len=n)
     # after prefill the cache holds S tokens; step 1 feeds output token 1 with S cached, ...,
     # step N-1 feeds token N-1 with S + N - 2 cached
-    t = [float(steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, 4, s + j - 1).time)
+    t = [float(step.decode(dep, 4, s + j - 1).time)
          for j in range(1, n)]
     assert e.tpot_s == pytest.approx(np.mean(t), rel=1e-9)
 

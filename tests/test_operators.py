@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferbound import steps
+from inferbound import step
 from inferbound.config import Dtypes, Parallelism
 from inferbound.hardware import get_gpu
 from inferbound.memory import kv_bytes_per_gpu
@@ -233,15 +233,16 @@ def test_attention_runs_at_fp8_only_with_fp8_cache():
 
 # ------------------------------------------------------------------ vectorization
 def test_decode_cost_vectorized_over_batch_and_context(l8b):
-    g = get_gpu("h100_sxm")
+    from inferbound import make_deployment
+    dep = make_deployment(model=l8b, gpu="h100_sxm")
     batches = np.array([1, 8, 64, 512])
-    vec = steps.decode_cost(l8b, g, BF16, TP1, "bf16", batches, 2048)
+    vec = step.decode(dep, batches, 2048)
     for i, b in enumerate(batches):
-        one = steps.decode_cost(l8b, g, BF16, TP1, "bf16", int(b), 2048)
+        one = step.decode(dep, int(b), 2048)
         assert float(np.asarray(vec.time)[i]) == pytest.approx(float(one.time), rel=1e-12)
         assert np.asarray(vec.bound)[i] == one.bound
     ctx = np.array([128, 4096, 32768])
-    vec = steps.decode_cost(l8b, g, BF16, TP1, "bf16", 4, ctx)
+    vec = step.decode(dep, 4, ctx)
     for i, c in enumerate(ctx):
-        one = steps.decode_cost(l8b, g, BF16, TP1, "bf16", 4, int(c))
+        one = step.decode(dep, 4, int(c))
         assert float(np.asarray(vec.time)[i]) == pytest.approx(float(one.time), rel=1e-12)

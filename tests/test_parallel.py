@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from inferbound import pipeline, steps
+from inferbound import step
+from inferbound import step as pipeline
 from inferbound.cli import app
 from inferbound.collectives import comm_pricer
 from inferbound.config import Dtypes, Parallelism
@@ -162,7 +163,7 @@ def test_sequence_parallel_replaces_all_reduce_by_rs_ag():
 def test_tp_all_reduce_priced_by_hand_inside_a_step():
     """TP8 decode, batch 64, h100: attention all-reduce of 64 x 8192 x 2 B over one NVSwitch island."""
     d = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=8)
-    c = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 64, 1000)
+    c = step.decode(d, 64, 1000)
     S = 64 * 8192 * 2
     p = priced(c, "attn_all_reduce")[0]
     assert float(p.time) == pytest.approx(ar_min(S, 8, NV_A, NV_B, NVLINK_ALGOS), rel=1e-12)
@@ -191,7 +192,7 @@ def test_stage_layers_and_embedding_head_placement():
     stages = pipeline.stage_layers(m, Parallelism(tp=4, pp=2))
     assert [sum(g.count for g in s) for s in stages] == [40, 40]
     d = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2)
-    c = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 8, 1000)
+    c = step.decode(d, 8, 1000)
     names = [p.op.name for p in c.ops]
     assert names.count("embedding") == 1 and names.count("lm_head") == 1
     qkv = [i for i, n in enumerate(names) if n == "attn_qkv"]
@@ -208,7 +209,7 @@ def test_uneven_pp_split():
     stages = pipeline.stage_layers(m, Parallelism(pp=2, pp_split=(30, 50)))
     assert [sum(g.count for g in s) for s in stages] == [30, 50]
     d = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, pp_split=(30, 50))
-    c = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 8, 1000)
+    c = step.decode(d, 8, 1000)
     assert [p.op.count for p in c.ops if p.op.name == "attn_qkv"] == [30, 50]
     # 3 stages of 80 layers, no split given: 27, 27, 26 (earlier stages take the remainder)
     assert [sum(g.count for g in s) for s in pipeline.stage_layers(m, Parallelism(pp=3))] == [27, 27, 26]
@@ -249,7 +250,7 @@ def test_pp_prefill_fill_and_drain(split, micro):
     t = _stage_times(d, b, new, 0)
     s = 5e-6 + b * new * 8192 * 2 / (450e9 * 0.65)   # stage neighbours 4 ranks apart, same NVLink island
     expect = sum(t) + (m - 1) * max(t) + (2 - 1) * s + STEP_OVERHEAD
-    got = float(steps.prefill_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, batch, new).time)
+    got = float(step.prefill(d, batch, new).time)
     assert got == pytest.approx(expect, rel=1e-9)
     if split is not None:
         assert t[1] > t[0]                 # 50 layers take longer than 30
@@ -261,13 +262,13 @@ def test_pp_decode_busy_with_enough_microbatches_bubble_at_batch_1():
     # batch 32: m = 2 micro-batches of 16 in flight -> T = max(2 max t, t0 + t1 + s) + o
     t = _stage_times(d, 16, 1, ctx)
     s = 5e-6 + 16 * 8192 * 2 / (450e9 * 0.65)
-    c = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 32, ctx)
+    c = step.decode(d, 32, ctx)
     assert float(c.time) == pytest.approx(max(2 * max(t), sum(t) + s) + STEP_OVERHEAD, rel=1e-9)
     assert float(c.split["bubble"]) < 0.05 * float(c.time)     # stages 40/40 layers: nearly balanced
     # batch 1: one micro-batch, every other stage idles: T = t0 + t1 + s + o, bubble = (pp - 1)/pp of sum t
     t1 = _stage_times(d, 1, 1, ctx)
     s1 = 5e-6 + 1 * 8192 * 2 / (450e9 * 0.65)
-    c1 = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, 1, ctx)
+    c1 = step.decode(d, 1, ctx)
     assert float(c1.time) == pytest.approx(sum(t1) + s1 + STEP_OVERHEAD, rel=1e-9)
     assert float(c1.split["bubble"]) == pytest.approx(sum(t1) / 2, rel=1e-9)
     assert float(c1.split["bubble"]) > 0.4 * float(c1.time)
@@ -299,8 +300,8 @@ def test_ep_all_to_all_dispatch_and_combine():
     for batch, new, past in ((8, 1, 1000), (2, 512, 0)):
         T = batch * new
         S = T / 2 * 2 * 4096 * 2               # (T/ep) x k x d x 2 B
-        c = steps.step_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, batch, new, past,
-                            "decode" if new == 1 else "prefill")
+        c = step.price(d, step.uniform(d.model, decode=batch, context=past) if new == 1 else
+                       step.uniform(d.model, prompts=batch, new=new, past=past), "stream" if new == 1 else "isolated")
         for name in ("moe_dispatch_all_to_all", "moe_combine_all_to_all"):
             (p,) = priced(c, name)
             assert p.op.count == 32
@@ -326,7 +327,7 @@ def test_moe_imbalance_applies_only_under_ep():
     assert experts_flops(Parallelism(tp=2, ep=2), 1.2) == pytest.approx(2 * T * k * per_expert / 2 * 1.2)
     assert experts_flops(Parallelism(tp=2), 1.2) == pytest.approx(2 * T * k * per_expert / 2)
     d = make_deployment(model="mixtral-8x7b-v0.1", gpu="h100_sxm", tp=2, ep=2)
-    c = steps.decode_cost(d.model, d.gpu, d.dtypes, d.par, d.compute_dtype, T, 1000)
+    c = step.decode(d, T, 1000)
     (p,) = priced(c, "experts")
     assert float(p.op.flops) == pytest.approx(2 * T * k * per_expert / 2 * 1.2)
 
@@ -398,8 +399,8 @@ def test_estimate_dp_replicas_scale_total_not_per_gpu_or_latency():
 def test_comm_overlap_hides_collective_time(overlap):
     base = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=8)
     over = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=8, comm_overlap=overlap)
-    c0 = steps.decode_cost(base.model, base.gpu, base.dtypes, base.par, base.compute_dtype, 32, 1000)
-    c1 = steps.decode_cost(over.model, over.gpu, over.dtypes, over.par, over.compute_dtype, 32, 1000)
+    c0 = step.decode(base, 32, 1000)
+    c1 = step.decode(over, 32, 1000)
     comm0 = float(c0.split["communication"])
     work0 = sum(float(c0.split[k]) for k in ("compute", "weights", "kv", "activations"))
     hidden = min(overlap * comm0, work0)

@@ -17,13 +17,6 @@ from .hardware import GPU
 from .roofline import StepCost
 
 
-def step_flops_bytes(cost: StepCost):
-    """FLOPs and HBM bytes one GPU performs in a priced step (all operator instances)."""
-    flops = sum(np.asarray(p.op.flops, dtype=float) * p.op.count for p in cost.ops if p.op.kind != "collective")
-    moved = sum(np.asarray(p.op.bytes, dtype=float) * p.op.count for p in cost.ops if p.op.kind != "collective")
-    return flops, moved
-
-
 def power_w(gpu: GPU, compute_dtype: str, flops, moved, seconds):
     """Average power of one GPU (W) over ``seconds`` doing ``flops`` and moving ``moved`` bytes."""
     t = np.maximum(np.asarray(seconds, dtype=float), 1e-30)
@@ -33,9 +26,22 @@ def power_w(gpu: GPU, compute_dtype: str, flops, moved, seconds):
     return np.minimum(p.tdp_w, p.idle_w + p.compute_w * u_c + p.memory_w * u_m)
 
 
+def scalar_power(gpu: GPU, compute_dtype: str):
+    """:func:`power_w` for Python floats (the simulator prices one step at a time): the same formula
+    with the GPU's coefficients bound once."""
+    peak, bw, p = gpu.peak_flops[compute_dtype], gpu.hbm_bw, gpu.power
+
+    def watts(flops: float, moved: float, seconds: float) -> float:
+        t = max(seconds, 1e-30)
+        u_c = min(max(flops / (t * peak), 0.0), 1.0)
+        u_m = min(max(moved / (t * bw), 0.0), 1.0)
+        return min(p.tdp_w, p.idle_w + p.compute_w * u_c + p.memory_w * u_m)
+    return watts
+
+
 def step_power_w(gpu: GPU, compute_dtype: str, cost: StepCost):
-    flops, moved = step_flops_bytes(cost)
-    return power_w(gpu, compute_dtype, flops, moved, cost.time)
+    """Average power of one GPU over a priced step (its per-GPU FLOPs and bytes)."""
+    return power_w(gpu, compute_dtype, cost.flops, cost.bytes, cost.time)
 
 
 def dollars_per_second(gpu: GPU, num_gpus: int) -> float | None:

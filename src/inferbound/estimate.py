@@ -17,31 +17,16 @@ Decode time is piecewise linear in the context, so the sum is taken exactly for 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
-from . import steps
+from . import step
 from .config import Dtypes, Parallelism
 from .deployment import Deployment, make_deployment
 from .energy import energy_summary, step_power_w
+from .explain import Phase, error_bands, phase
 from .memory import MemoryReport, max_batch, memory_report
-from .roofline import StepCost
-
-
-@dataclass
-class Phase:
-    """One phase's time, bound, split (seconds by kind) and a one-line explanation."""
-
-    time_s: float
-    bound: str
-    split: dict
-    explanation: str
-    comm_kinds: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"time_s": self.time_s, "bound": self.bound,
-                "split_s": {k: float(v) for k, v in self.split.items()},
-                "communication_s": dict(self.comm_kinds), "explanation": self.explanation}
 
 
 @dataclass
@@ -61,14 +46,38 @@ class Estimate:
     prefill: Phase
     decode: Phase
     memory: MemoryReport
-    decode_compute_bound_batch: int | None
-    decode_gemm_compute_bound_batch: int | None
-    decode_without_kv_cache_s: float
-    max_batch_at_context: int
+    deployment: Deployment
     replicas: int = 1
     energy: dict = field(default_factory=dict)
     bands: dict = field(default_factory=dict)  # expected relative error by metric kind (calibration residuals)
     warnings: list[str] = field(default_factory=list)
+
+    # -- details, computed when asked (the CLI table and to_dict ask; bulk validation does not) ----------
+    @property
+    def _mid_context(self) -> float:
+        ctx = decode_contexts(self.input_len, self.output_len)
+        return float(ctx[len(ctx) // 2])
+
+    @cached_property
+    def decode_compute_bound_batch(self) -> int | None:
+        """Smallest decode batch at the mid context whose whole step is mostly compute."""
+        return compute_bound_batch(self.deployment, self._mid_context)
+
+    @cached_property
+    def decode_gemm_compute_bound_batch(self) -> int | None:
+        """Smallest decode batch at the mid context whose weight matmuls are mostly compute."""
+        return compute_bound_batch(self.deployment, self._mid_context, gemm_only=True)
+
+    @cached_property
+    def decode_without_kv_cache_s(self) -> float:
+        """Decode time if every step recomputed its whole prefix (no KV cache)."""
+        return no_kv_cache_decode_time(self.deployment, self.batch, self.input_len, self.output_len)
+
+    @cached_property
+    def max_batch_at_context(self) -> int:
+        """Largest batch that fits at input + output tokens each."""
+        dep = self.deployment
+        return int(max_batch(dep.model, dep.gpu, dep.dtypes, dep.par, self.input_len + self.output_len))
 
     @property
     def output_tok_s(self) -> float:
@@ -116,47 +125,22 @@ def decode_contexts(input_len: int, output_len: int) -> np.ndarray:
     return input_len + (np.arange(32) + 0.5) * (n / 32) - 0.5
 
 
-def _phase(cost: StepCost, label: str) -> Phase:
-    split = {k: float(np.mean(v)) for k, v in cost.split.items() if np.any(np.asarray(v) > 0)}
-    kinds = {k: float(np.mean(v)) for k, v in cost.comm_kinds.items() if np.any(np.asarray(v) > 0)}
-    time = float(np.mean(cost.time))
-    bound = str(max(("compute", split.get("compute", 0.0)),
-                    ("memory", split.get("weights", 0) + split.get("kv", 0) + split.get("activations", 0)),
-                    ("communication", split.get("communication", 0.0)), key=lambda kv: kv[1])[0])
-    return Phase(time, bound, split, explain(label, bound, split, time, kinds), kinds)
+def no_kv_cache_decode_time(dep: Deployment, batch, input_len: int, output_len: int) -> float:
+    """Decode time without a KV cache: step j recomputes the whole prefix of S + j tokens.
+
+    Σ_{j=1}^{N-1} t_prefill(B, S + j): quadratic in N (the seed's O(N²)), against the linear sum with
+    a cache. Evaluated at up to 64 evenly spaced steps and scaled.
+    """
+    n = output_len - 1
+    if n <= 0:
+        return 0.0
+    j = np.unique(np.linspace(1, n, min(n, 64)).round())
+    return float(np.mean(np.asarray(step.prefill(dep, batch, input_len + j).time)) * n)
 
 
-BOUND_WORDS = {"compute": "compute-bound", "memory": "HBM-bound", "communication": "communication-bound"}
-SPLIT_WORDS = {"compute": "matmul/attention compute", "weights": "weights", "kv": "KV", "activations":
-               "activations", "overhead": "launch/step overhead", "bubble": "pipeline bubble"}
-COMM_WORDS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-              "all_to_all": "all-to-all", "p2p": "pipeline sends"}
-
-
-def explain(label: str, bound: str, split: dict, time: float, comm_kinds: dict | None = None) -> str:
-    """'<label>: HBM-bound, weights 58%, KV 27%, all-reduce 15%' (shares of the phase time)."""
-    items = {SPLIT_WORDS[k]: v for k, v in split.items() if k != "communication" and v > 0}
-    items.update({COMM_WORDS.get(k, k): v for k, v in (comm_kinds or {}).items() if v > 0})
-    parts = sorted(((v / time, k) for k, v in items.items()), reverse=True)
-    shares = ", ".join(f"{k} {f:.0%}" for f, k in parts if f >= 0.01)
-    return f"{label}: {BOUND_WORDS[bound]}, {shares}"
-
-
-def error_bands(dep: Deployment, scenario: str, prefill_bound: str, decode_bound: str) -> dict:
-    """Expected relative error of each kind of metric, from the calibration's out-of-fold residuals for
-    this scenario and bound (empty without a calibration)."""
-    cal = dep.calibration
-    if cal is None:
-        return {}
-    out = {"throughput": cal.band(scenario, "throughput", decode_bound),
-           "tpot": cal.band(scenario, "throughput", decode_bound),
-           "ttft": cal.band(scenario, "latency", prefill_bound)}
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def _compute_share(m, gpu, dt, par, compute_dtype, batches, context, gemm_only: bool):
+def _compute_share(dep: Deployment, batches, context, gemm_only: bool):
     """(compute seconds, memory seconds) of decode steps at each batch; optionally GEMMs only."""
-    cost = steps.decode_cost(m, gpu, dt, par, compute_dtype, batches, context)
+    cost = step.decode(dep, batches, context)
     if not gemm_only:
         return (np.asarray(cost.split["compute"]),
                 np.asarray(cost.split["weights"] + cost.split["kv"] + cost.split["activations"]))
@@ -165,31 +149,31 @@ def _compute_share(m, gpu, dt, par, compute_dtype, batches, context, gemm_only: 
             sum(np.where(p.compute_bound, 0.0, p.t_memory) * p.op.count for p in gemms))
 
 
-def compute_bound_batch(m, gpu, dt, par, compute_dtype, context, gemm_only: bool = False,
-                        limit: int = 1 << 16) -> int | None:
+def compute_bound_batch(dep: Deployment, context, gemm_only: bool = False, limit: int = 1 << 16) -> int | None:
     """Smallest decode batch at ``context`` whose step time is mostly compute, None if none up to ``limit``.
 
     With ``gemm_only`` only the weight matmuls are compared (attention's KV reads grow with the batch
-    too, so a whole step at long context may never turn compute-bound).
+    too, so a whole step at long context may never turn compute-bound). A geometric grid of 400
+    batches brackets the crossing, then every integer batch inside the bracket is priced.
     """
     batches = np.unique(np.round(np.geomspace(1, limit, 400)))
-    comp, mem = _compute_share(m, gpu, dt, par, compute_dtype, batches, context, gemm_only)
+    comp, mem = _compute_share(dep, batches, context, gemm_only)
     hit = np.nonzero(comp >= mem)[0]
     if hit.size == 0:
         return None
     lo = int(batches[hit[0] - 1]) if hit[0] > 0 else 0
     exact = np.arange(lo + 1, int(batches[hit[0]]) + 1, dtype=float)
-    comp, mem = _compute_share(m, gpu, dt, par, compute_dtype, exact, context, gemm_only)
+    comp, mem = _compute_share(dep, exact, context, gemm_only)
     return int(exact[np.nonzero(comp >= mem)[0][0]])
 
 
 def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: int = 1024,
-             output_len: int = 256, details: bool = True, **deployment_kwargs) -> Estimate:
+             output_len: int = 256, **deployment_kwargs) -> Estimate:
     """Estimate a static-batch run (see module docstring).
 
     Pass a :class:`Deployment`, or the keyword arguments of :func:`make_deployment`
-    (``model``, ``gpu``, ``num_gpus``, ``tp``, ``weight_dtype``, ...). ``details=False`` skips the
-    extras (compute-bound batch, no-KV-cache decode, max batch) that bulk validation does not need.
+    (``model``, ``gpu``, ``num_gpus``, ``tp``, ``weight_dtype``, ...). The extras (compute-bound batch,
+    no-KV-cache decode, max batch) are computed when first read.
     """
     dep = deployment or make_deployment(**deployment_kwargs)
     m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
@@ -197,9 +181,9 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
     warnings: list[str] = []
-    pre = steps.prefill_cost(m, g, dt, par, cdt, batch, max(input_len, 1))
+    pre = step.prefill(dep, batch, max(input_len, 1))
     ctx = decode_contexts(input_len, output_len)
-    dec = steps.decode_cost(m, g, dt, par, cdt, batch, ctx)
+    dec = step.decode(dep, batch, ctx)
     ttft = float(pre.time)
     tpot = float(np.mean(dec.time))
     e2e = ttft + (output_len - 1) * tpot
@@ -208,22 +192,17 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         warnings.append(f"does not fit: needs {mem.total / 1e9:.1f} GB per GPU of {g.hbm_bytes / 1e9:.0f} GB")
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
-    no_cache = steps.no_kv_cache_decode_time(m, g, dt, par, cdt, batch, input_len, output_len) if details else 0.0
     n_dec = output_len - 1
     prefill_j = float(step_power_w(g, cdt, pre)) * ttft * dep.num_gpus
     decode_j = float(np.mean(step_power_w(g, cdt, dec) * dec.time)) * n_dec * dep.num_gpus
     reps = par.replicas
     energy = energy_summary(g, dep.num_gpus, prefill_j, decode_j, e2e, ttft,
                             input_tokens=reps * batch * input_len, output_tokens=reps * batch * output_len)
-    prefill_phase = _phase(pre, f"prefill of {batch}x{input_len} tokens on {layout}")
-    decode_phase = _phase(dec, f"decode at batch {batch}, context ~{mid:.0f} on {layout}")
+    prefill_phase = phase(pre, f"prefill of {batch}x{input_len} tokens on {layout}")
+    decode_phase = phase(dec, f"decode at batch {batch}, context ~{mid:.0f} on {layout}")
     bands = error_bands(dep, "static_batch", prefill_phase.bound, decode_phase.bound)
     return Estimate(
         model=m.name, gpu=g.id, num_gpus=dep.num_gpus, parallelism=par, dtypes=dt, compute_dtype=cdt,
         batch=batch, input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-        prefill=prefill_phase, decode=decode_phase, bands=bands,
-        memory=mem, decode_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid) if details else None,
-        decode_gemm_compute_bound_batch=compute_bound_batch(m, g, dt, par, cdt, mid, gemm_only=True) if details else None,
-        decode_without_kv_cache_s=no_cache,
-        max_batch_at_context=int(max_batch(m, g, dt, par, input_len + output_len)) if details else -1, replicas=reps,
+        prefill=prefill_phase, decode=decode_phase, bands=bands, memory=mem, deployment=dep, replicas=reps,
         energy=energy, warnings=warnings)

@@ -37,7 +37,7 @@ def kv_shard(m: ModelSpec, par: Parallelism) -> int:
 
 
 def _stages(m: ModelSpec, par: Parallelism):
-    from .pipeline import stage_layers  # late import: pipeline imports the operator and pricing modules
+    from .step import stage_layers  # late import: step imports the operator and pricing modules
     return stage_layers(m, par) if par.pp > 1 else [list(m.layers)]
 
 

@@ -72,9 +72,17 @@ def attended_pairs(past, new, window: int | None, chunked: bool = False):
 def attention_reads(g: LayerGroup, length):
     """Cached tokens an attention kernel reads for a sequence of ``length`` tokens: all of them, the
     last W (sliding window), or those of the current chunk, ((L−1) mod C) + 1 (chunked)."""
-    if g.attention == "chunked":
-        return np.mod(np.asarray(length, dtype=float) - 1, g.window) + 1
-    return cached_tokens(g, length)
+    return kind_reads(kind_of(g), length)
+
+
+def kind_reads(kind: tuple[str, int | None], length):
+    """attention_reads for an attention kind (attention, window)."""
+    attention, window = kind
+    if attention == "chunked":
+        return np.mod(np.asarray(length, dtype=float) - 1, window) + 1
+    if attention == "full":
+        return length
+    return np.minimum(length, window)
 
 
 def experts_touched(tokens, num_experts: int, top_k: int):
@@ -116,52 +124,76 @@ def _tp_reduce(name: str, g: LayerGroup, par: Parallelism, size_bytes, label: st
     return [_collective(f"{name}_all_reduce", "all_reduce", g.count, size_bytes, "tp", par.tp, label)]
 
 
-def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, batch, new, past,
-              moe_imbalance: float = 1.0) -> list[Op]:
-    """Operators of ``g.count`` decoder layers of one kind, per GPU, with their collectives.
+def attention_shape(m: ModelSpec, par: Parallelism):
+    """(query heads per GPU, d_qk decode, d_v decode, d_qk prefill, d_v prefill, cached values per token
+    and layer on a GPU, attention output width) of one attention layer under TP.
 
-    ``batch`` is the batch of one attention group (the replica's batch / attention_dp groups).
-    Under EP the busiest GPU carries ``moe_imbalance`` times the mean expert load.
+    MHA/GQA: d_qk = d_v = head_dim; KV heads split t ways but replicated when t > n_kv. MLA: decode runs
+    absorbed (scores against the latent, d_qk = kv_lora_rank + rope, d_v = kv_lora_rank), prefill expanded
+    (d_qk = nope + rope, d_v = v_head_dim); the latent is replicated on every TP rank.
+    """
+    tp = par.tp
+    if m.mla is not None:
+        a = m.mla
+        return (m.num_heads / tp, a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank,
+                a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim, kv_values_per_token_layer(m),
+                m.num_heads * a.v_head_dim)
+    return (m.num_heads / tp, m.head_dim, m.head_dim, m.head_dim, m.head_dim,
+            2 * max(1.0, m.num_kv_heads / tp) * m.head_dim, m.num_heads * m.head_dim)
+
+
+def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, decode_pairs, prefill_pairs,
+                 cached, tokens) -> Op:
+    """The attention kernel of ``g.count`` layers of one kind, per GPU, from what its sequences add up to.
+
+    ``decode_pairs`` / ``prefill_pairs``: query-key pairs of decoding sequences and of prefill chunks
+    (attended_pairs summed over them), ``cached``: cached tokens the kernel reads (attention_reads summed),
+    ``tokens``: new tokens; all per attention group. FLOPs 2·h_loc·(d_qk + d_v) per pair (QKᵀ and PV);
+    it reads the cached K and V (or MLA latent) and reads/writes the attention output.
+    """
+    h_loc, dqk_d, dv_d, dqk_p, dv_p, kv_vals, out_width = attention_shape(m, par)
+    ab = _act_bytes(dt)
+    kvb = bytes_per_element(dt.kv_dtype)
+    return Op("attention", "attention", g.count,
+              flops=2 * h_loc * ((dqk_d + dv_d) * decode_pairs + (dqk_p + dv_p) * prefill_pairs),
+              act_bytes=2 * tokens * out_width / par.tp * ab, kv_bytes=cached * kv_vals * kvb, group=_group_label(g))
+
+
+def _act_bytes(dt: Dtypes) -> float:
+    """Bytes per activation value: the activation dtype (fp4 activations are stored as 8-bit)."""
+    return bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+
+
+def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
+              moe_imbalance: float = 1.0) -> list[Op]:
+    """Operators of ``g.count`` decoder layers of one kind except the attention kernel, per GPU, with
+    their collectives, for ``tokens`` new tokens of one attention group (the replica's tokens /
+    attention_dp groups). Under EP the busiest GPU carries ``moe_imbalance`` times the mean expert load.
     """
     tp = par.tp
     d = m.hidden_size
-    ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+    ab = _act_bytes(dt)
     wb = weight_bytes_per_element(dt.weight)
     kvb = bytes_per_element(dt.kv_dtype)
     cb = _comm_bytes(dt)
-    batch = np.asarray(batch, dtype=float)
-    tokens = batch * np.asarray(new, dtype=float)
+    tokens = np.asarray(tokens, dtype=float)
     label = _group_label(g)
-    h_loc = m.num_heads / tp
+    _, _, _, _, _, kv_vals, attn_out_width = attention_shape(m, par)
     ops: list[Op] = []
 
-    # --- attention projections
+    # --- attention projections (the attention kernel itself: attention_op)
     attn_p = attention_params(m)
     if m.mla is not None:
         a = m.mla
         o_params = m.num_heads * a.v_head_dim * d
         qkv_out = m.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) / tp + a.kv_lora_rank + a.qk_rope_head_dim
-        kv_vals = kv_values_per_token_layer(m)  # latent is replicated on every TP rank
-        d_qk_dec, d_v_dec = a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank  # absorbed (decode)
-        d_qk_pre, d_v_pre = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim  # expanded (prefill)
-        d_qk = np.where(np.asarray(new) > 1, d_qk_pre, d_qk_dec)
-        d_v = np.where(np.asarray(new) > 1, d_v_pre, d_v_dec)
-        attn_out_width = m.num_heads * a.v_head_dim
     else:
         o_params = m.num_heads * m.head_dim * d + d * m.out_bias
         qkv_out = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / tp
-        kv_vals = 2 * max(1.0, m.num_kv_heads / tp) * m.head_dim
-        d_qk = d_v = m.head_dim
-        attn_out_width = m.num_heads * m.head_dim
     qkv_params = (attn_p - o_params) / tp
     ops.append(Op("attn_qkv", "gemm", g.count, flops=2 * tokens * qkv_params,
                   weight_bytes=qkv_params * wb, act_bytes=tokens * (d + qkv_out) * ab,
                   kv_bytes=tokens * kv_vals * kvb, group=label))
-    pairs = batch * attended_pairs(past, new, g.window if g.attention != "full" else None, g.attention == "chunked")
-    cached = batch * attention_reads(g, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
-    ops.append(Op("attention", "attention", g.count, flops=2 * h_loc * (d_qk + d_v) * pairs,
-                  act_bytes=2 * tokens * attn_out_width / tp * ab,
-                  kv_bytes=cached * kv_vals * kvb, group=label))
     ops.append(Op("attn_out", "gemm", g.count, flops=2 * tokens * o_params / tp,
                   weight_bytes=o_params / tp * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
                   group=label))
@@ -193,7 +225,7 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     EP moves token copies with an all-to-all dispatch and combine of (T_moe/ep)·k·d values per GPU.
     """
     e, d = m.moe, m.hidden_size
-    ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+    ab = _act_bytes(dt)
     wb = weight_bytes_per_element(dt.weight)
     cb = _comm_bytes(dt)
     ops: list[Op] = []
@@ -233,34 +265,114 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     return ops
 
 
-def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1,
-                layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
-                moe_imbalance: float = 1.0) -> list[Op]:
-    """All operators of one forward step on one GPU: the whole model, or one pipeline stage's ``layers``
-    (embedding on the ``first`` stage, final norm and LM head on the ``last``). ``batch`` is the
-    replica's batch; with attention data parallel each attention group runs batch/dp of it."""
-    tp = par.tp
+def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[LayerGroup] | None = None,
+             first: bool = True, last: bool = True, moe_imbalance: float = 1.0) -> list[Op]:
+    """Everything of a step on one GPU that depends only on its ``tokens`` (the replica's new tokens):
+    the embedding (``first`` stage), every layer's projections, MLP/experts, norms and collectives
+    (``layers``: one pipeline stage's, default the whole model), the final norm (``last`` stage).
+    With attention data parallel each attention group runs tokens/dp of them."""
     d = m.hidden_size
     hb = bytes_per_element(dt.high_precision)
-    ab = bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
-    batch = np.asarray(batch, dtype=float) / par.attention_groups
-    tokens = batch * np.asarray(new, dtype=float)
+    ab = _act_bytes(dt)
+    tokens = np.asarray(tokens, dtype=float) / par.attention_groups
     ops = []
     if first:
         ops.append(Op("embedding", "embedding", 1, weight_bytes=tokens * d * hb, act_bytes=tokens * d * ab))
-        if tp > 1:  # vocab-parallel embedding: partial rows summed over TP
-            ops.append(_collective("embedding_all_reduce", "all_reduce", 1, tokens * d * _comm_bytes(dt), "tp", tp, ""))
+        if par.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
+            ops.append(_collective("embedding_all_reduce", "all_reduce", 1, tokens * d * _comm_bytes(dt), "tp",
+                                   par.tp, ""))
     for g in (_merged_groups(m) if layers is None else layers):
-        ops.extend(layer_ops(m, g, dt, par, batch, new, past, moe_imbalance))
+        ops.extend(layer_ops(m, g, dt, par, tokens, moe_imbalance))
     if last:
-        logits = batch * logits_per_seq
-        vocab_loc = m.vocab_size / tp
         ops.append(Op("final_norm", "elementwise", 1, flops=8 * tokens * d, act_bytes=3 * tokens * d * ab))
-        ops.append(Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc, weight_bytes=d * vocab_loc * hb,
-                      act_bytes=logits * (d * ab + vocab_loc * 4)))
-        if tp > 1:  # gather the vocab-parallel logits for sampling
-            ops.append(_collective("logits_all_gather", "all_gather", 1, logits * m.vocab_size * 4, "tp", tp, ""))
     return ops
+
+
+def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
+    """The LM head of the last stage for ``sampled`` sequences (one logits row each; the replica's count)
+    and, under TP, the all-gather of the vocab-parallel fp32 logits for sampling."""
+    tp = par.tp
+    d = m.hidden_size
+    logits = np.asarray(sampled, dtype=float) / par.attention_groups
+    vocab_loc = m.vocab_size / tp
+    ops = [Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc,
+              weight_bytes=d * vocab_loc * bytes_per_element(dt.high_precision),
+              act_bytes=logits * (d * _act_bytes(dt) + vocab_loc * 4))]
+    if tp > 1:  # gather the vocab-parallel logits for sampling
+        ops.append(_collective("logits_all_gather", "all_gather", 1, logits * m.vocab_size * 4, "tp", tp, ""))
+    return ops
+
+
+def kind_of(g: LayerGroup) -> tuple[str, int | None]:
+    """The attention kind of a layer group: what its attention pairs and cache reads depend on."""
+    return g.attention, g.window
+
+
+def attention_kinds(m: ModelSpec) -> list[tuple[str, int | None]]:
+    """Distinct attention kinds of a model's layers, in first-seen order."""
+    return list(dict.fromkeys(kind_of(g) for g in m.layers))
+
+
+def sequence_attention(kind: tuple[str, int | None], past, new):
+    """(query-key pairs, cached tokens read) per sequence and head for one layer of ``kind`` when a
+    sequence adds ``new`` tokens after ``past`` cached ones (attended_pairs, attention_reads)."""
+    attention, window = kind
+    pairs = attended_pairs(past, new, window if attention != "full" else None, attention == "chunked")
+    return pairs, kind_reads(kind, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
+
+
+def attention_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, layers: list[LayerGroup], per_kind: dict,
+                  tokens) -> list[Op]:
+    """One attention op per layer group of ``layers``, from the step's sums per attention kind
+    (``per_kind[kind] = (decode_pairs, prefill_pairs, cached)``, replica-wide) and its ``tokens``."""
+    groups = par.attention_groups
+    ops = []
+    for g in layers:
+        dec, pre, cached = per_kind[kind_of(g)]
+        ops.append(attention_op(m, g, dt, par, np.asarray(dec, dtype=float) / groups,
+                                np.asarray(pre, dtype=float) / groups, np.asarray(cached, dtype=float) / groups,
+                                np.asarray(tokens, dtype=float) / groups))
+    return ops
+
+
+def uniform_attention(m: ModelSpec, batch, new, past) -> dict:
+    """Per-kind attention sums of ``batch`` sequences each adding ``new`` tokens after ``past``:
+    decode pairs when new = 1, prefill pairs otherwise (MLA decodes absorbed, prefills expanded)."""
+    batch, new = np.asarray(batch, dtype=float), np.asarray(new, dtype=float)
+    out = {}
+    for kind in attention_kinds(m):
+        pairs, cached = sequence_attention(kind, past, new)
+        is_dec = new <= 1
+        out[kind] = (np.where(is_dec, batch * pairs, 0.0), np.where(is_dec, 0.0, batch * pairs), batch * cached)
+    return out
+
+
+def stage_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sampled, per_kind: dict,
+              layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
+              moe_imbalance: float = 1.0) -> list[Op]:
+    """Every operator of one pipeline stage (or the whole model) for a step that adds ``tokens`` tokens,
+    samples ``sampled`` sequences and whose attention sums are ``per_kind``, in execution order
+    (each group's attention kernel after its QKV projection)."""
+    layers = _merged_groups(m) if layers is None else layers
+    body = body_ops(m, dt, par, tokens, layers, first, last, moe_imbalance)
+    att = iter(attention_ops(m, dt, par, layers, per_kind, tokens))
+    ops = []
+    for op in body:
+        ops.append(op)
+        if op.name == "attn_qkv":
+            ops.append(next(att))
+    return ops + (head_ops(m, dt, par, sampled) if last else [])
+
+
+def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1,
+                layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
+                moe_imbalance: float = 1.0) -> list[Op]:
+    """All operators of one uniform forward step on one GPU: ``batch`` sequences (the replica's) each add
+    ``new`` tokens after ``past`` cached ones; ``logits_per_seq`` logits rows each."""
+    batch = np.asarray(batch, dtype=float)
+    tokens = batch * np.asarray(new, dtype=float)
+    return stage_ops(m, dt, par, tokens, batch * logits_per_seq, uniform_attention(m, batch, new, past), layers,
+                     first, last, moe_imbalance)
 
 
 def prefill_ops(m, dt, par, batch, input_len, **stage) -> list[Op]:

@@ -1,4 +1,4 @@
-"""The pricing engine: operators (FLOPs, bytes) -> time, bound and explanation.
+"""The pricing engine: operators (FLOPs, bytes) -> time, bound and the split of a step's time.
 
 For each operator instance on a GPU with dense peak P (at the compute dtype), HBM bandwidth W,
 achievable fractions e_c and e_m and a fixed per-kernel overhead o (all from the catalog):
@@ -8,9 +8,15 @@ achievable fractions e_c and e_m and a fixed per-kernel overhead o (all from the
 
 (Williams, Waterman & Patterson, "Roofline", CACM 2009). The operator is compute-bound when
 t_compute >= t_memory; its arithmetic intensity is FLOPs/bytes and the GPU's ridge point is
-(P·e_c)/(W·e_m). A step adds its operators and a fixed per-step overhead. All arithmetic broadcasts
-over numpy arrays. Time is split into compute, weight reads, KV reads and activation traffic: a
-memory-bound operator's time is shared among its byte kinds in proportion to their bytes.
+(P·e_c)/(W·e_m). Attention reads its KV cache at the KV-read fraction e_kv instead of e_m (paged,
+gathered reads stream less well than weights). :class:`Roof` holds (P·e_c, W·e_m, o) for one kind of
+operator and is the only place that formula is written; :func:`price_op` applies it to an operator.
+
+A step's operators are priced into :class:`Work` (seconds split into compute, weight reads, KV reads,
+activation traffic, communication and kernel overhead; FLOPs and HBM bytes for the power model): a
+memory-bound operator's time is shared among its byte kinds in proportion to their bytes. Pieces of
+work add; ``step.py`` turns a stage's work into a step's time (pipeline, per-step overhead).
+All arithmetic broadcasts over numpy arrays.
 """
 from __future__ import annotations
 
@@ -20,6 +26,56 @@ import numpy as np
 
 from .hardware import GPU
 from .operators import Op
+
+SPLIT_KEYS = ("compute", "weights", "kv", "activations", "communication", "overhead")
+WORK_KEYS = ("compute", "weights", "kv", "activations")  # busy time that can hide communication
+
+
+@dataclass(frozen=True)
+class Roof:
+    """Effective compute rate (FLOP/s), memory rate (bytes/s) and fixed overhead (s) of one kind of
+    kernel on one GPU at one dtype: t = max(F/peak, B/bandwidth) + overhead."""
+
+    peak: float
+    bandwidth: float
+    overhead: float
+
+    def times(self, flops, moved):
+        """(t_compute, t_memory, t) for ``flops`` and ``moved`` bytes (floats or arrays)."""
+        t_c = flops / self.peak
+        t_m = moved / self.bandwidth
+        return t_c, t_m, np.maximum(t_c, t_m) + self.overhead
+
+    def time(self, flops: float, moved: float) -> float:
+        """t for scalar work (the simulator's per-step path; the same formula as :meth:`times`)."""
+        return max(flops / self.peak, moved / self.bandwidth) + self.overhead
+
+
+def compute_eff(gpu: GPU, dtype: str) -> float:
+    return gpu.efficiency.compute_for(dtype)
+
+
+def roof(gpu: GPU, dtype: str, kind: str) -> Roof:
+    """The roof an operator of ``kind`` runs under at ``dtype`` (attention: KV-read bandwidth)."""
+    eff = gpu.efficiency
+    mem = eff.kv_memory_fraction if kind == "attention" else eff.memory
+    return Roof(gpu.peak_flops[dtype] * compute_eff(gpu, dtype), gpu.hbm_bw * mem, eff.kernel_overhead_s)
+
+
+def ridge_point(gpu: GPU, compute_dtype: str) -> float:
+    """FLOPs per byte above which an operator is compute-bound: (P·e_c)/(W·e_m)."""
+    r = roof(gpu, compute_dtype, "gemm")
+    return r.peak / r.bandwidth
+
+
+def attention_dtype(gpu: GPU, compute_dtype: str, kv_dtype: str) -> str:
+    """Attention math runs at fp8 only when both the GEMMs and the cache are fp8, at fp32 when the
+    model runs in fp32; else 16-bit."""
+    if compute_dtype == "fp8" and kv_dtype == "fp8":
+        return "fp8"
+    if compute_dtype == "fp32":
+        return "fp32"
+    return "bf16" if gpu.supports("bf16") else "fp16"
 
 
 @dataclass
@@ -40,15 +96,97 @@ class PricedOp:
         return np.asarray(self.op.flops) / np.maximum(np.asarray(self.op.bytes), 1e-30)
 
 
+def price_op(op: Op, gpu: GPU, dtype: str) -> PricedOp:
+    """Roofline time of one operator instance at ``dtype``'s peak (module docstring)."""
+    t_c, t_m, t = roof(gpu, dtype, op.kind).times(np.asarray(op.flops, dtype=float), np.asarray(op.bytes, dtype=float))
+    return PricedOp(op, t_c, t_m, t, t_c >= t_m)
+
+
+def _zero_split() -> dict:
+    return dict.fromkeys(SPLIT_KEYS, 0.0)
+
+
+@dataclass
+class Work:
+    """Priced operators of (part of) a step on one GPU: seconds by kind, visible collective seconds by
+    collective kind, FLOPs and HBM bytes. Pieces of one stage add with ``+``."""
+
+    split: dict = field(default_factory=_zero_split)
+    comm_kinds: dict = field(default_factory=dict)
+    flops: object = 0.0
+    bytes: object = 0.0
+    ops: list = field(default_factory=list)
+
+    def __add__(self, other: "Work") -> "Work":
+        kinds = dict(self.comm_kinds)
+        for k, v in other.comm_kinds.items():
+            kinds[k] = kinds.get(k, 0.0) + v
+        return Work({k: self.split[k] + other.split[k] for k in SPLIT_KEYS}, kinds, self.flops + other.flops,
+                    self.bytes + other.bytes, self.ops + other.ops)
+
+    @property
+    def time(self):
+        return sum(self.split.values())
+
+    def with_overlap(self, overlap: float) -> "Work":
+        """``overlap`` of the collective time hidden behind the busy time (never more than that work)."""
+        if not overlap:
+            return self
+        s = dict(self.split)
+        busy = sum(s[k] for k in WORK_KEYS)
+        visible = s["communication"] - np.minimum(s["communication"] * overlap, busy)
+        kinds = {k: v * visible / np.maximum(s["communication"], 1e-30) for k, v in self.comm_kinds.items()}
+        s["communication"] = visible
+        return Work(s, kinds, self.flops, self.bytes, self.ops)
+
+
+def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None) -> Work:
+    """Price every operator (no per-step overhead, no overlap): the split of their time by kind.
+
+    ``comm_pricer(op) -> (seconds, label)`` prices collectives (``collectives.py``); without one none may
+    occur.
+    """
+    att = attention_dtype(gpu, compute_dtype, kv_dtype)
+    priced, split = [], _zero_split()
+    kinds: dict = {}
+    flops = moved = 0.0
+    overhead = gpu.efficiency.kernel_overhead_s
+    for op in ops:
+        n = op.count
+        if op.kind == "collective":
+            if comm_pricer is None:
+                raise ValueError(f"operator {op.name} is a collective but no communication model was given")
+            t, how = comm_pricer(op)
+            priced.append(PricedOp(op, 0.0, 0.0, t, False, how))
+            split["communication"] = split["communication"] + t * n
+            kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * n
+            continue
+        p = price_op(op, gpu, att if op.kind == "attention" else compute_dtype)
+        priced.append(p)
+        mem_t = np.where(p.compute_bound, 0.0, p.t_memory) * n
+        total_b = np.maximum(np.asarray(op.bytes, dtype=float), 1e-30)
+        split["compute"] = split["compute"] + np.where(p.compute_bound, p.t_compute, 0.0) * n
+        split["weights"] = split["weights"] + mem_t * (np.asarray(op.weight_bytes) / total_b)
+        split["kv"] = split["kv"] + mem_t * (np.asarray(op.kv_bytes) / total_b)
+        split["activations"] = split["activations"] + mem_t * (np.asarray(op.act_bytes) / total_b)
+        split["overhead"] = split["overhead"] + overhead * n
+        flops = flops + np.asarray(op.flops, dtype=float) * n
+        moved = moved + np.asarray(op.bytes, dtype=float) * n
+    return Work(split, kinds, flops, moved, priced)
+
+
 @dataclass
 class StepCost:
-    """A priced step: per-operator detail and the split of the step time."""
+    """A priced step: per-operator detail, its time, the split of that time (per GPU, ``bubble``
+    included with pipeline stages), visible collective seconds by kind, and per-GPU FLOPs and bytes."""
 
     ops: list[PricedOp]
     time: object
     overhead: object
     split: dict = field(default_factory=dict)  # compute, weights, kv, activations, communication, overhead (s)
     comm_kinds: dict = field(default_factory=dict)  # visible collective seconds by kind (all_reduce, ...)
+    flops: object = 0.0  # per GPU (the average GPU of a pipeline)
+    bytes: object = 0.0
 
     @property
     def bound(self):
@@ -62,75 +200,12 @@ class StepCost:
         return str(out) if out.ndim == 0 else out
 
 
-def ridge_point(gpu: GPU, compute_dtype: str) -> float:
-    """FLOPs per byte above which an operator is compute-bound: (P·e_c)/(W·e_m)."""
-    return (gpu.peak_flops[compute_dtype] * compute_eff(gpu, compute_dtype)) / (gpu.hbm_bw * gpu.efficiency.memory)
-
-
-def compute_eff(gpu: GPU, dtype: str) -> float:
-    return gpu.efficiency.compute_for(dtype)
-
-
-def attention_dtype(gpu: GPU, compute_dtype: str, kv_dtype: str) -> str:
-    """Attention math runs at fp8 only when both the GEMMs and the cache are fp8, at fp32 when the
-    model runs in fp32; else 16-bit."""
-    if compute_dtype == "fp8" and kv_dtype == "fp8":
-        return "fp8"
-    if compute_dtype == "fp32":
-        return "fp32"
-    return "bf16" if gpu.supports("bf16") else "fp16"
-
-
-def price_op(op: Op, gpu: GPU, dtype: str) -> PricedOp:
-    """Roofline time of one operator instance at ``dtype``'s peak (attention's memory time at the
-    KV-read efficiency, which paged, gathered cache reads lower below that of streaming weights)."""
-    eff = gpu.efficiency
-    t_c = np.asarray(op.flops, dtype=float) / (gpu.peak_flops[dtype] * compute_eff(gpu, dtype))
-    mem_eff = eff.kv_memory_fraction if op.kind == "attention" else eff.memory
-    t_m = np.asarray(op.bytes, dtype=float) / (gpu.hbm_bw * mem_eff)
-    return PricedOp(op, t_c, t_m, np.maximum(t_c, t_m) + eff.kernel_overhead_s, t_c >= t_m)
-
-
 def price_step(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None,
                comm_overlap: float = 0.0, step_overhead: bool = True) -> StepCost:
-    """Price every operator; add the per-step overhead; split the time by what each second is spent on.
-
-    ``comm_pricer(op) -> (seconds, label)`` prices collectives (``collectives.py``); without one none may
-    occur. ``comm_overlap`` hides that share of the collective time behind the step's other work
-    (never more than that work). ``step_overhead=False`` leaves out the per-step fixed cost (a
-    pipeline stage's micro-batch: the scheduler runs once per step, not once per stage).
-    """
-    att = attention_dtype(gpu, compute_dtype, kv_dtype)
-    priced, split = [], {"compute": 0.0, "weights": 0.0, "kv": 0.0, "activations": 0.0,
-                         "communication": 0.0, "overhead": 0.0}
-    kinds: dict = {}
-    for op in ops:
-        if op.kind == "collective":
-            if comm_pricer is None:
-                raise ValueError(f"operator {op.name} is a collective but no communication model was given")
-            t, how = comm_pricer(op)
-            t = np.asarray(t, dtype=float)
-            p = PricedOp(op, 0.0, 0.0, t, False, how)
-            split["communication"] = split["communication"] + t * op.count
-            kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * op.count
-            priced.append(p)
-            continue
-        p = price_op(op, gpu, att if op.kind == "attention" else compute_dtype)
-        priced.append(p)
-        n = op.count
-        mem_t = np.where(p.compute_bound, 0.0, p.t_memory)
-        total_b = np.maximum(np.asarray(op.bytes, dtype=float), 1e-30)
-        split["compute"] = split["compute"] + np.where(p.compute_bound, p.t_compute, 0.0) * n
-        split["weights"] = split["weights"] + mem_t * np.asarray(op.weight_bytes) / total_b * n
-        split["kv"] = split["kv"] + mem_t * np.asarray(op.kv_bytes) / total_b * n
-        split["activations"] = split["activations"] + mem_t * np.asarray(op.act_bytes) / total_b * n
-        split["overhead"] = split["overhead"] + gpu.efficiency.kernel_overhead_s * n
+    """One GPU's operators as a whole step: :func:`price_ops`, ``comm_overlap`` of the collective time
+    hidden, plus the per-step overhead (``step_overhead=False`` leaves it out)."""
+    w = price_ops(ops, gpu, compute_dtype, kv_dtype, comm_pricer).with_overlap(comm_overlap)
+    split = dict(w.split)
     if step_overhead:
         split["overhead"] = split["overhead"] + gpu.efficiency.step_overhead_s
-    if comm_overlap:
-        work = split["compute"] + split["weights"] + split["kv"] + split["activations"]
-        visible = split["communication"] - np.minimum(split["communication"] * comm_overlap, work)
-        kinds = {k: v * visible / np.maximum(split["communication"], 1e-30) for k, v in kinds.items()}
-        split["communication"] = visible
-    total = sum(split.values())
-    return StepCost(priced, total, split["overhead"], split, kinds)
+    return StepCost(w.ops, sum(split.values()), split["overhead"], split, w.comm_kinds, w.flops, w.bytes)

@@ -1,42 +1,60 @@
-"""Fast step-time model for schedulers: the engine's prices, tabulated once per deployment.
+"""The step contract (step.py) tabulated for one deployment: a cache over the step's token count.
 
-A serving step runs D decoding sequences (contexts c_i) and prefill chunks (sequence j adds n_j
-tokens after p_j cached ones): T = D + Σ n_j tokens. Its time splits into
+Of a step's operators (``operators.stage_ops``) only the attention kernels depend on more than the
+step's new tokens T and sampled sequences S: everything else of stage i (``body_ops``: embedding,
+projections, MLP/experts, norms, collectives) is a function of T alone and the LM head (``head_ops``)
+of S alone. ``StepModel`` prices those two once over a grid of micro-batch sizes (one vectorized
+``roofline.price_ops`` call per stage) and, per step, adds the attention operators built from the
+step's load (``operators.attention_ops``) and the pipeline formula (``step.combine``):
 
-- everything but attention (GEMMs, experts, norms, collectives, pipeline, overheads), which depends
-  only on T: tabulated as G(T) = step_cost(batch=T, new=1, past=0, no logits, no attention operators)
-  for T = 0..max_tokens
-  (one vectorized call through the same operators and pricing engine as ``estimate``), plus the LM
-  head for the S = D + chunks sequences sampled, G_logits(S) − G(S);
-- attention, per layer group g: F_g = f_g·(pairs) FLOPs and B_g = b_g·(cached tokens) + a_g·T bytes,
-  where decode adds pairs = cached = min(c_i + 1, W_g) per sequence and a chunk adds
-  pairs = attended_pairs(p_j, n_j, W_g), cached = min(p_j + n_j, W_g). The coefficients are read off
-  the attention operator itself; the group's time is count·(max(F/(P·e_c), B/(W·e_kv)) + kernel overhead).
+    stage i of one micro-batch = body_i(T/m) + head(S/m) [last stage] + attention_i(load/m)
 
-With pp stages the tables hold one micro-batch passing every stage (G summed over stages, sends
-included). A step of S sequences runs as m = min(S, pp) micro-batches of T/m tokens; with f the time
-of one micro-batch through all stages, f = G(T/m) + G_logits(S/m) + A/m, and balanced stages, the
-step takes max(m·f/pp, f) (pipeline.py's decode formula with t_i = f/pp).
-Power per step follows energy.py from the step's FLOPs and bytes.
+``grid_points=None`` tabulates every T = 0..max_tokens (exact at integer T: the simulator);
+a number tabulates that many points (dense up to 64, geometric above) and interpolates linearly
+(max-throughput sweeps; < 0.5 % from the exact step, see tests). :meth:`price` returns the full
+:class:`~inferbound.roofline.StepCost` (split, bound); :meth:`uniform` prices arrays of steady-state
+steps; :meth:`step` is the simulator's scalar path: the same tables and the same attention operator
+(its FLOPs and bytes are linear in the load, so they are read off it once) priced by the operator's
+own :class:`~inferbound.roofline.Roof`; its parity with :func:`step.price` is tested.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import steps
+from .collectives import comm_pricer
 from .deployment import Deployment
-from .energy import power_w, step_flops_bytes
-from .operators import _merged_groups, attended_pairs, attention_reads, layer_ops
-from .roofline import attention_dtype, compute_eff
+from .energy import power_w, scalar_power
+from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of
+from .roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
+from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, stages_of, uniform
+
+
+def _interp(w: Work, grid: np.ndarray, x, exact: bool) -> Work:
+    """The tabulated work at ``x`` (linear between grid points; an index when the grid is 0..N)."""
+    if exact and np.ndim(x) == 0 and float(x).is_integer():
+        i = int(x)
+        return Work({k: w.split[k][i] for k in SPLIT_KEYS}, {k: v[i] for k, v in w.comm_kinds.items()},
+                    w.flops[i], w.bytes[i])
+    def at(a):
+        return np.interp(x, grid, a)
+    return Work({k: at(w.split[k]) for k in SPLIT_KEYS}, {k: at(v) for k, v in w.comm_kinds.items()},
+                at(w.flops), at(w.bytes))
+
+
+def _dense(w: Work, shape) -> Work:
+    """Every field as a float array over the grid (a constant part, e.g. weights, broadcast)."""
+    def full(a):
+        return np.broadcast_to(np.asarray(a, dtype=float), shape).copy()
+    return Work({k: full(w.split[k]) for k in SPLIT_KEYS}, {k: full(v) for k, v in w.comm_kinds.items()},
+                full(w.flops), full(w.bytes))
 
 
 class StepModel:
-    """``grid_points=None`` tabulates every T exactly (simulator); a number tabulates that many points
-    (dense at small T, geometric above) and interpolates linearly (max-throughput sweeps)."""
+    """Tabulated step prices of one deployment (module docstring)."""
 
     def __init__(self, dep: Deployment, max_tokens: int, grid_points: int | None = None):
         self.dep = dep
-        m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
+        m, g, dt, par = dep.model, dep.gpu, dep.dtypes, dep.par
         self.max_tokens = int(max_tokens)
         if grid_points is None or grid_points >= self.max_tokens + 1:
             t = np.arange(self.max_tokens + 1, dtype=float)
@@ -44,106 +62,116 @@ class StepModel:
             t = np.unique(np.concatenate([np.arange(0, min(64, self.max_tokens) + 1),
                                           np.round(np.geomspace(64, max(self.max_tokens, 64), grid_points)),
                                           [self.max_tokens]])).astype(float)
-        self.grid = t
-        self.exact = t.size == self.max_tokens + 1
-        if par.pp > 1:  # tables of one micro-batch through all stages
-            par = par.model_copy(update={"microbatches": 1})
-        tables = []
-        for logits in (0, 1):  # without and with one row of logits per token
-            cost = steps.step_cost(m, g, dt, par, cdt, np.maximum(t, 1), 1, 0, "decode", logits_per_seq=logits,
-                                   attention=False)
-            flops, moved = step_flops_bytes(cost)
-            tables.append([np.broadcast_to(np.asarray(x, dtype=float), t.shape).copy()
-                           for x in (cost.time, flops, moved)])
-        (self.base_time, self.base_flops, self.base_bytes), with_logits = tables
-        # logits (LM head + gather) cost as a function of sequences sampled: G1(S) − G0(S)
-        self.logit_time, self.logit_flops, self.logit_bytes = (w - b for w, b in zip(
-            with_logits, (self.base_time, self.base_flops, self.base_bytes)))
-        att = attention_dtype(g, cdt, dt.kv_dtype)
-        self._peak = g.peak_flops[att] * compute_eff(g, att)
-        self._bw = g.hbm_bw * g.efficiency.kv_memory_fraction
-        self._launch = g.efficiency.kernel_overhead_s
-        self.groups = []  # (count, window, f_decode, f_prefill, b_cached, a_token)
-        for grp in _merged_groups(m):
-            def att_op(batch, new, past):
-                return next(o for o in layer_ops(m, grp, dt, par, batch / par.attention_groups, new, past)
-                            if o.name == "attention")
-            d0, d1 = att_op(1.0, 1, 0), att_op(1.0, 1, 1)
-            f_dec = float(d1.flops - d0.flops)  # per extra pair (decode), = per cached token
-            b_cached = float(d1.kv_bytes - d0.kv_bytes)
-            a_tok = float(d0.act_bytes)
-            p2 = att_op(1.0, 2, 0)
-            f_pre = float(p2.flops) / float(attended_pairs(0, 2, grp.window if grp.attention != "full" else None))
-            self.groups.append((grp, f_dec, f_pre, b_cached, a_tok))
+        self.grid, self.exact = t, t.size == self.max_tokens + 1
+        self.stages = stages_of(dep)
+        pricer = comm_pricer(g, par)
+        imb = g.efficiency.moe_imbalance
+
+        def priced(ops):
+            return _dense(price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer), t.shape)
+        self.body = [priced(body_ops(m, dt, par, t, layers, first, last, imb)) for layers, first, last in self.stages]
+        self.head = priced(head_ops(m, dt, par, t))
         self.pp = par.pp
+        self._scalar_tables()
 
-    def _attention(self, dec_ctx: np.ndarray, chunks):
-        """(seconds, FLOPs, bytes) of attention for decode contexts and (past, new) chunks."""
-        total_t = total_f = total_b = 0.0
-        n_tok = float(dec_ctx.size) + sum(n for _, n in chunks)
-        for grp, f_dec, f_pre, b_cached, a_tok in self.groups:
-            window = grp.window if grp.attention != "full" else None
-            cached_dec = float(attention_reads(grp, dec_ctx + 1).sum())  # decode: pairs == cached tokens
-            flops = f_dec * cached_dec
-            cached = cached_dec
-            for past, new in chunks:
-                flops += f_pre * float(attended_pairs(past, new, window, grp.attention == "chunked"))
-                cached += float(attention_reads(grp, past + new))
-            moved = b_cached * cached + a_tok * n_tok
-            total_t += grp.count * (max(flops / self._peak, moved / self._bw) + self._launch)
-            total_f += grp.count * flops
-            total_b += grp.count * moved
-        return total_t, total_f, total_b
+    # -- the contract, tabulated -------------------------------------------------------------------
+    def _stage_works(self, mb: StepLoad) -> list[Work]:
+        dep = self.dep
+        out = []
+        for (layers, first, last), body in zip(self.stages, self.body):
+            w = _interp(body, self.grid, mb.tokens, self.exact)
+            if last:
+                w = w + _interp(self.head, self.grid, mb.sampled, self.exact)
+            att = attention_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
+                                mb.attention, mb.tokens)
+            w = w + price_ops(att, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype)
+            out.append(w.with_overlap(dep.par.comm_overlap))
+        return out
 
-    def uniform(self, dec_seqs, dec_ctx, pre_seqs, pre_new, pre_past=0):
-        """Vectorized (seconds, watts) of steps with ``dec_seqs`` sequences decoding at ``dec_ctx`` and
-        ``pre_seqs`` prompts adding ``pre_new`` tokens after ``pre_past`` (counts may be fractional:
-        steady-state averages). Same formulas as :meth:`step`, tables interpolated in T and S."""
-        dec_seqs, dec_ctx = np.asarray(dec_seqs, dtype=float), np.asarray(dec_ctx, dtype=float)
-        pre_seqs, pre_new = np.asarray(pre_seqs, dtype=float), np.asarray(pre_new, dtype=float)
-        tokens = dec_seqs + pre_seqs * pre_new
-        seqs = dec_seqs + pre_seqs
-        if np.any(tokens > self.max_tokens):
-            raise ValueError(f"steps of up to {float(np.max(tokens)):.0f} tokens exceed max_tokens={self.max_tokens}")
-        def table(x, at):
-            return np.interp(at, self.grid, x)
-        a_t = a_f = a_b = 0.0
-        for grp, f_dec, f_pre, b_cached, a_tok in self.groups:
-            window = grp.window if grp.attention != "full" else None
-            cached = dec_seqs * attention_reads(grp, dec_ctx + 1)
-            flops = f_dec * cached + f_pre * pre_seqs * attended_pairs(pre_past, pre_new, window,
-                                                                         grp.attention == "chunked")
-            cached = cached + pre_seqs * attention_reads(grp, np.asarray(pre_past) + pre_new)
-            moved = b_cached * cached + a_tok * tokens
-            a_t = a_t + grp.count * (np.maximum(flops / self._peak, moved / self._bw) + self._launch)
-            a_f, a_b = a_f + grp.count * flops, a_b + grp.count * moved
-        mb = np.maximum(1.0, np.minimum(seqs, self.pp))
-        f = table(self.base_time, tokens / mb) + table(self.logit_time, seqs / mb) + a_t / mb
-        t = np.maximum(mb * f / self.pp, f)
-        flops = mb * (table(self.base_flops, tokens / mb) + table(self.logit_flops, seqs / mb)) + a_f
-        moved = mb * (table(self.base_bytes, tokens / mb) + table(self.logit_bytes, seqs / mb)) + a_b
-        return t, power_w(self.dep.gpu, self.dep.compute_dtype, flops, moved, t)
+    @property
+    def _all_layers(self):
+        from .operators import _merged_groups
+        return _merged_groups(self.dep.model)
 
-    def step(self, dec_ctx, chunks=()) -> tuple[float, float]:
-        """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``."""
-        dec_ctx = np.asarray(dec_ctx, dtype=float)
-        tokens = int(dec_ctx.size + sum(n for _, n in chunks))
+    def _check(self, tokens) -> None:
+        if np.any(np.asarray(tokens) > self.max_tokens + 1e-9):
+            raise ValueError(f"steps of up to {float(np.max(tokens)):.0f} tokens exceed the tabulated "
+                             f"max_tokens={self.max_tokens}")
+
+    def price(self, load: StepLoad, mode: str = "stream"):
+        """The :class:`StepCost` of ``load`` (arrays allowed), as step.price with tabulated stage work."""
+        par = self.dep.par
+        m = micro_batches(par, load.sequences)
+        mb = load if par.pp == 1 else load.scaled(1.0 / m)
+        self._check(mb.tokens)
+        send = send_seconds(self.dep, mb.tokens) if par.pp > 1 else 0.0
+        return combine(self.dep, self._stage_works(mb), send, m, mode)
+
+    def uniform(self, dec_seqs, dec_ctx, pre_seqs, pre_new, pre_past=0.0, mode: str = "stream"):
+        """(seconds, watts per GPU) of steps with ``dec_seqs`` sequences decoding at ``dec_ctx`` and
+        ``pre_seqs`` prompts adding ``pre_new`` tokens after ``pre_past`` (fractional averages and arrays
+        allowed: a steady-state sweep)."""
+        cost = self.price(uniform(self.dep.model, dec_seqs, dec_ctx, pre_seqs, pre_new, pre_past), mode)
+        return cost.time, power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, cost.time)
+
+    # -- the simulator's scalar path ---------------------------------------------------------------
+    def _scalar_tables(self) -> None:
+        """Python lists of the tables (busy, communication, overhead, FLOPs, bytes) and, per stage and
+        layer group, the attention operator's coefficients: (count, roof, FLOPs per decode pair, per
+        prefill pair, bytes per cached token, per new token) read off operators.attention_op."""
+        dep = self.dep
+        m, dt, par = dep.model, dep.dtypes, dep.par
+
+        def lists(w: Work):
+            busy = sum(w.split[k] for k in WORK_KEYS)
+            return [np.asarray(a, dtype=float).tolist() for a in
+                    (busy, w.split["communication"], w.split["overhead"], w.flops, w.bytes)]
+        self._body_l = [lists(b) for b in self.body]
+        self._head_l = lists(self.head)
+        r = roof(dep.gpu, attention_dtype(dep.gpu, dep.compute_dtype, dt.kv_dtype), "attention")
+        self._roof = r
+        self._att = []
+        for layers, _, _ in self.stages:
+            groups = layers if layers is not None else self._all_layers
+            coef = []
+            for grp in groups:
+                def op(dec=0.0, pre=0.0, cached=0.0, tokens=0.0, grp=grp):
+                    (o,) = attention_ops(m, dt, par, [grp], {kind_of(grp): (dec, pre, cached)}, tokens)
+                    return float(np.asarray(o.flops)), float(np.asarray(o.bytes))
+                coef.append((kind_of(grp), grp.count, op(dec=1.0)[0], op(pre=1.0)[0], op(cached=1.0)[1],
+                             op(tokens=1.0)[1]))
+            self._att.append(coef)
+        self._power = scalar_power(dep.gpu, dep.compute_dtype)
+        self._kinds = attention_kinds(m)
+        self._o_step = dep.gpu.efficiency.step_overhead_s
+        self._overlap = par.comm_overlap
+
+    def step(self, dec_ctx, chunks=(), mode: str = "stream") -> tuple[float, float]:
+        """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``
+        ((past, new) pairs); ``mode`` as step.combine (the simulator passes ``isolated`` after idle)."""
+        dec = np.asarray(dec_ctx, dtype=float)
+        n_dec = dec.size
+        tokens = n_dec + sum(n for _, n in chunks)
         if tokens > self.max_tokens:
             raise ValueError(f"step of {tokens} tokens exceeds the tabulated max_tokens={self.max_tokens}")
-        seqs = dec_ctx.size + len(chunks)
-        mb = max(1, min(seqs, self.pp))
-        a_t, a_f, a_b = self._attention(dec_ctx, chunks)
-        if self.exact and mb == 1:
-            def at(x, i):
-                return x[i]
-        else:
-            def at(x, i):
-                return float(np.interp(i, self.grid, x))
-        f = at(self.base_time, tokens / mb if mb > 1 else tokens) + at(self.logit_time, seqs / mb if mb > 1 else seqs) \
-            + a_t / mb
-        t = max(mb * f / self.pp, f)
-        flops = mb * (at(self.base_flops, tokens / mb if mb > 1 else tokens)
-                      + at(self.logit_flops, seqs / mb if mb > 1 else seqs)) + a_f
-        moved = mb * (at(self.base_bytes, tokens / mb if mb > 1 else tokens)
-                      + at(self.logit_bytes, seqs / mb if mb > 1 else seqs)) + a_b
-        return float(t), float(power_w(self.dep.gpu, self.dep.compute_dtype, flops, moved, t))
+        load = of_sequences(self.dep.model, dec, [p for p, _ in chunks], [n for _, n in chunks], kinds=self._kinds)
+        if self.pp > 1:
+            cost = self.price(load, mode)
+            t = float(cost.time)
+            return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
+        seqs = n_dec + len(chunks)
+        b, h = self._body_l[0], self._head_l
+        busy, comm, over, flops, moved = (b[k][tokens] + h[k][seqs] for k in range(5))
+        r = self._roof
+        for kind, count, f_dec, f_pre, b_cached, b_tok in self._att[0]:
+            dp, pp_, cached = load.attention[kind]
+            f, by = f_dec * dp + f_pre * pp_, b_cached * cached + b_tok * tokens
+            t_op = r.time(f, by)
+            busy += (t_op - r.overhead) * count
+            over += r.overhead * count
+            flops += f * count
+            moved += by * count
+        if self._overlap:
+            comm -= min(comm * self._overlap, busy)
+        t = busy + comm + over + self._o_step
+        return t, self._power(flops, moved, t)

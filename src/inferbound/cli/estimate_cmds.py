@@ -6,7 +6,7 @@ import inspect
 import numpy as np
 from rich.table import Table
 
-from .. import steps
+from .. import step
 from ..deployment import Deployment, make_deployment
 from ..estimate import Estimate, decode_contexts, estimate as run_estimate
 from ..memory import max_batch, max_context, memory_report
@@ -150,9 +150,7 @@ def roofline(dep: Deployment, o: dict) -> None:
     batch, input, output, json = o["batch"], o["input"], o["output"], o["json"]
     ctxs = decode_contexts(input, output)
     ctx = float(ctxs[len(ctxs) // 2])
-    phases = {"prefill": steps.prefill_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch,
-                                            max(input, 1)),
-              "decode": steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype, batch, ctx)}
+    phases = {"prefill": step.prefill(dep, batch, max(input, 1)), "decode": step.decode(dep, batch, ctx)}
     ridge = ridge_point(dep.gpu, dep.compute_dtype)
     out = {"ridge_flop_per_byte": ridge, "decode_context": ctx, "compute_dtype": dep.compute_dtype,
            "phases": {k: operator_rows(c) for k, c in phases.items()}}

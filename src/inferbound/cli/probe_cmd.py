@@ -75,7 +75,7 @@ def show(r) -> None:
             console.print(f"  {s['metric']:16} n={s['n']:2}  MAPE {s['mape']:6.1%}  median APE {s['median_ape']:6.1%}  "
                           f"bias {s['bias']:+6.1%}  not covered {s['not_covered']}", highlight=False)
 
-    t = Table(title="Decode without KV cache (step j recomputes the prefix; vs steps.no_kv_cache_decode_time)")
+    t = Table(title="Decode without KV cache (step j recomputes the prefix; vs estimate.no_kv_cache_decode_time)")
     for c in ("batch", "context", "measured step", "predicted step", "tok/s error", "cache speed-up meas.", "pred."):
         t.add_column(c, justify="right")
     for x in r.no_cache:

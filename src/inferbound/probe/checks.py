@@ -2,7 +2,7 @@
 
 - Rows: ``validation.predict_rows`` on the measured CSV rows; error e = (predicted − measured)/measured,
   summarized by ``validation.group_summary`` (MAPE, median APE, share within ±25 %, bias).
-- No KV cache: predicted step time = ``steps.no_kv_cache_decode_time(B, S, N)`` / (N − 1) (the mean of
+- No KV cache: predicted step time = ``estimate.no_kv_cache_decode_time(B, S, N)`` / (N − 1) (the mean of
   prefills of S+1 .. S+N−1 tokens) against the measured median step; the measured and predicted
   cache-on/cache-off speed-ups are reported side by side.
 - Memory-bound: ``estimate(...).decode.bound`` for every measured decode setup, and the share of the
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import steps
+from .. import step
 from ..deployment import make_deployment
-from ..estimate import decode_contexts, estimate
+from ..estimate import decode_contexts, estimate, no_kv_cache_decode_time
 from ..model import kv_bytes_per_token
 from ..operators import decode_ops
 from ..validation import group_summary, predict_rows, read_csv, summarize
@@ -55,14 +55,14 @@ def no_cache(ms: list[Measurement], cached: list[Measurement], model: str, dtype
     on = {(c.batch, c.input_len): c for c in cached}
     out = []
     for meas in ms:
-        total = steps.no_kv_cache_decode_time(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype,
+        total = no_kv_cache_decode_time(dep,
                                               meas.batch, meas.input_len, meas.steps + 1)
         pred_step = total / meas.steps
         with_cache = on.get((meas.batch, meas.input_len))
         pred_on = None
         if with_cache is not None:
             pred_on = estimate(dep, batch=meas.batch, input_len=meas.input_len,
-                               output_len=with_cache.steps + 1, details=False).tpot_s
+                               output_len=with_cache.steps + 1).tpot_s
         out.append({"batch": meas.batch, "context": meas.input_len, "steps": meas.steps,
                     "measured_step_s": meas.decode_step_s, "predicted_step_s": pred_step,
                     "error": (1 / pred_step - 1 / meas.decode_step_s) * meas.decode_step_s,
@@ -78,7 +78,7 @@ def memory_bound(ms: list[Measurement], model: str, dtype: str, gpu_file: Path) 
     dep = _deployment(model, dtype, gpu_file)
     setups = []
     for meas in ms:
-        e = estimate(dep, batch=meas.batch, input_len=meas.input_len, output_len=meas.steps + 1, details=False)
+        e = estimate(dep, batch=meas.batch, input_len=meas.input_len, output_len=meas.steps + 1)
         ctx = float(np.mean(decode_contexts(meas.input_len, meas.steps + 1)))
         nbytes = sum(float(np.mean(op.bytes)) * op.count
                      for op in decode_ops(dep.model, dep.dtypes, dep.par, meas.batch, ctx) if op.kind != "collective")
@@ -106,8 +106,7 @@ def slopes(ms: list[Measurement], model: str, dtype: str, gpu_file: Path) -> lis
         t = np.array([x.decode_step_s for x in group])
         slope = float(np.polyfit(ctx, t, 1)[0])
         formula = b * per_token / (g.hbm_bw * g.efficiency.kv_memory_fraction)
-        t_model = np.asarray(steps.decode_cost(m, g, dep.dtypes, dep.par, dep.compute_dtype, b,
-                                               np.array([ctx[0], ctx[-1]])).time)
+        t_model = np.asarray(step.decode(dep, b, np.array([ctx[0], ctx[-1]])).time)
         model_slope = float((t_model[1] - t_model[0]) / (ctx[-1] - ctx[0]))
         out.append({"batch": b, "contexts": ctx.tolist(), "measured_step_s": t.tolist(),
                     "measured_slope_s_per_token": slope, "kv_read_slope_s_per_token": formula,

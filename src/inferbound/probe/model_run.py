@@ -14,7 +14,7 @@ normal with std 0.02 (LlamaConfig's ``initializer_range`` default): timing does 
 KV cache: per layer a tensor [B, n_kv, L_max, d_head] for K and one for V. A decode step writes the
 new token's K, V at position L and attends over positions 0..L, reading 2·n_kv·d_head·(L+1) values
 per layer and sequence — the KV bytes the predictor charges. Without the cache (``decode_no_cache``)
-step j recomputes the whole prefix of S + j tokens, as ``steps.no_kv_cache_decode_time`` assumes.
+step j recomputes the whole prefix of S + j tokens, as ``estimate.no_kv_cache_decode_time`` assumes.
 Decode steps at a long context start from a cache filled with random values instead of a prefill
 (a step's work does not depend on the values). Logits are computed for the last token of each
 sequence only and the next token is their argmax (greedy sampling).

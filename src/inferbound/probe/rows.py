@@ -11,7 +11,7 @@ prefill), and::
 
 KV-cache-off runs go to a separate file (framework ``pytorch-eager-nokvcache``): the predictor's
 static batch assumes a cache, so ``validate`` would price them wrongly; the probe report compares
-them with ``steps.no_kv_cache_decode_time`` instead.
+them with ``estimate.no_kv_cache_decode_time`` instead.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from ..model import ModelSpec, load_model
 from .backends import BACKENDS, evaluate_all
 from .emit import ENGINES, emit_command
 from .evaluate import Workload, step_model
-from .explain import explain_step, step_split
+from .explain import explain_row
 from .metrics import OBJECTIVES, SENSE, Constraint, Points, constraints_from, violation
 from .pareto import pareto_mask
 from .rank import best_per_layout, closest_miss, limit_at
@@ -157,8 +157,8 @@ def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, f
     groups = dep.par.attention_groups
     sm = step_model(dep, w.token_budget * groups + groups)
     dec = float(points.concurrency[i])
-    prompt_tokens = 0.0 if w.disaggregated else dec * w.input_len / (w.output_len - 1)
-    split = step_split(dep, sm, dec, prompt_tokens, prompt_tokens / w.input_len, float(points.step_s[i]))
-    what = f"{dec:.0f} decodes" + (f" + {prompt_tokens:,.0f} prompt tokens" if prompt_tokens else "")
-    row.bound, row.explanation = explain_step(split, f"its step ({what} on {unit_label(row)})")
+    prompts = 0.0 if w.disaggregated else dec * w.input_len / (w.output_len - 1)
+    what = f"{dec:.0f} decodes" + (f" + {prompts:,.0f} prompt tokens" if prompts else "")
+    row.bound, row.explanation = explain_row(dep, sm, dec, w.input_len, w.output_len, w.disaggregated,
+                                             f"its step ({what} on {unit_label(row)})")
     return row

@@ -1,13 +1,12 @@
 """One layout, every concurrency at once: steady-state serving figures as numpy arrays.
 
 Prompts of I tokens, outputs of O tokens, token budget B per step (per attention group), step time
-t(·) and power from :class:`StepModel` (one table per deployment, the same formulas as ``estimate``
-and ``max_throughput``).
+t(·) and power from :class:`StepModel` (the step contract tabulated per deployment, as
+``max_throughput``).
 
-Aggregated (continuous batching with chunked prefill, as workloads/max_throughput.py): D = 1..D_max
-sequences decode at the mean context c = I + (O − 2)/2 while each step prefills P = D·I/(O − 1)
-prompt tokens; D_max is the smaller of the KV-cache and token-budget caps of max_throughput
-(``concurrency_caps``). For every D:
+Aggregated (continuous batching with chunked prefill: workloads/steady_state.py): D = 1..D_max
+sequences decode at the mean context c̄ while each step prefills D/(O − 1) prompts; D_max is the
+smaller of the KV-cache and token-budget caps (``steady_state.caps``). For every D:
 
     TPOT = ITL = t(D)                        tok/s per replica = D / t(D)      per user = 1 / t(D)
     TTFT = t(D) + Σ_k t_k(D)                 one step in flight when the request arrives, then its
@@ -38,10 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..deployment import Deployment
+from ..energy import power_w
 from ..memory import kv_bytes_per_gpu
-from ..workloads.max_throughput import concurrency_caps as mt_caps
 from ..sim.engine import kv_link, transfer_seconds
+from ..step import uniform
 from ..stepmodel import StepModel
+from ..workloads import steady_state
 from ..workloads.max_throughput import MAX_THROUGHPUT_GRID
 
 
@@ -99,8 +100,15 @@ def clear_cache() -> None:
 
 
 def concurrency_caps(dep: Deployment, w: Workload, decode_only: bool = False) -> tuple[dict, float, float]:
-    """The max-throughput caps (workloads.max_throughput.concurrency_caps) for this workload."""
-    return mt_caps(dep, w.input_len, w.output_len, w.token_budget, w.kv_reservation, w.block_size, decode_only)
+    """The steady-state caps (workloads.steady_state.caps) for this workload."""
+    return steady_state.caps(dep, w.input_len, w.output_len, w.token_budget, w.kv_reservation, w.block_size,
+                             decode_only)
+
+
+def _priced(sm: StepModel, load):
+    """(seconds, watts per GPU) of a load through the tabulated step contract."""
+    cost = sm.price(load)
+    return cost.time, power_w(sm.dep.gpu, sm.dep.compute_dtype, cost.flops, cost.bytes, cost.time)
 
 
 def evaluate_layout(dep: Deployment, w: Workload) -> LayoutPoints | None:
@@ -123,7 +131,8 @@ def _prompt_steps(sm: StepModel, dec, ctx: float, chunk, prompt: int):
     while np.any(rest > 0):
         c = np.minimum(chunk, rest)
         on = c > 0
-        t, watts = sm.uniform(dec, ctx, on.astype(float), c, past)
+        t, watts = _priced(sm, uniform(sm.dep.model, decode=dec, context=ctx, prompts=on.astype(float), new=c,
+                                       past=past))
         secs += np.where(on, t, 0.0)
         joules += np.where(on, t * watts, 0.0)
         past, rest = past + c, rest - c
@@ -139,9 +148,8 @@ def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     groups = dep.par.attention_groups
     sm = _table(dep, w)
     dec = np.arange(1, d_max + 1, dtype=float)
-    ctx = i + (o - 2) / 2
-    per_prompt = i / (o - 1)
-    t, watts = sm.uniform(dec, ctx, dec * per_prompt / i, i)
+    ctx = steady_state.mean_context(i, o)
+    t, watts = _priced(sm, steady_state.load(dep.model, dec, i, o))
     chunk = np.maximum(w.token_budget - dec / groups, 1.0)
     prefill_s, _ = _prompt_steps(sm, dec, ctx, chunk, i)
     g = dep.par.replica_gpus
@@ -149,7 +157,7 @@ def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     return LayoutPoints(step_s=t, ttft_s=t + prefill_s, tok_s=dec / t, watts=watts * g, gpus=ones * g,
                         prefill_replicas=ones * 0, decode_replicas=ones, cap=min(caps, key=caps.get),
                         kv_capacity_bytes=capacity,
-                        concurrent_seqs=np.ceil(dec * (1 + 1 / (o - 1))).astype(np.int64))
+                        concurrent_seqs=np.ceil(steady_state.concurrency(dec, o)).astype(np.int64))
 
 
 def _disaggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
@@ -164,9 +172,9 @@ def _disaggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
         return None
     sm = _table(dep, w)
     dec = np.arange(1, d_max + 1, dtype=float)
-    t_d, p_d = sm.uniform(dec, i + (o - 2) / 2, 0.0, 0.0)
+    t_d, p_d = _priced(sm, steady_state.load(dep.model, dec, i, o, decode_only=True))
     if i <= budget:
-        t_p, p_p = (float(x) for x in sm.uniform(0.0, 0.0, float(k), float(i)))
+        t_p, p_p = (float(x) for x in _priced(sm, uniform(dep.model, prompts=float(k), new=float(i))))
     else:
         secs, joules = _prompt_steps(sm, 0.0, 0.0, float(budget), i)
         t_p, p_p = float(secs), float(joules / secs)

@@ -61,13 +61,6 @@ class BlockManager:
         self.block_size = int(block_size)
         self.free = self.num_blocks
 
-    @property
-    def used(self) -> int:
-        return self.num_blocks - self.free
-
-    def can_allocate(self, n: int) -> bool:
-        return n <= self.free
-
     def allocate(self, n: int) -> None:
         if n > self.free:
             raise RuntimeError(f"allocating {n} blocks with {self.free} free")

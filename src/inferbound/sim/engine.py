@@ -4,6 +4,10 @@ Events at the same instant are all applied before any idle replica plans its nex
 arriving exactly when a step ends joins the next step. A replica is idle when it has nothing it can
 schedule; it plans a step as soon as an event gives it work (arrival, transfer, freed blocks).
 
+Arrivals (``sources.py``): open loop (Poisson, a trace: every arrival time known in advance) or
+closed loop (N clients, each sends its next request when its previous one completes, after an
+optional think time: ``vllm bench serve --max-concurrency``, genai-perf's concurrency mode).
+
 Modes
 - aggregated: ``replicas`` identical engines; an arrival goes to the one with the fewest outstanding
   requests (queued + running), lowest index on ties.
@@ -27,14 +31,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from ..deployment import Deployment
 from ..memory import kv_bytes_per_gpu
 from ..stepmodel import StepModel
 from ..topology import Link, network_link, pcie_link
-from .blocks import BlockManager, block_bytes_per_gpu, blocks_for
+from .blocks import BlockManager, block_bytes_per_gpu
 from .ledger import Ledger
 from .requests import Request
 from .scheduler import Replica
+from .sources import OpenLoop, Source
 
 PREEMPTION = ("recompute", "swap")
 
@@ -81,22 +88,29 @@ def transfer_seconds(dep: Deployment, link: Link, prompt_tokens: int) -> float:
 
 def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
     """Every request must fit one replica's pool alone, else it could never run (vLLM rejects it too)."""
-    for r in requests:
-        tokens = r.input_len + r.output_len - 1  # the last token is sampled, never cached
-        if blocks_for(tokens, cfg.block_size) > cfg.num_blocks:
-            raise ValueError(f"request {r.id}: input_len+output_len={r.input_len}+{r.output_len} needs "
-                             f"{blocks_for(tokens, cfg.block_size)} KV blocks of {cfg.block_size} tokens; a replica "
-                             f"holds {cfg.num_blocks}")
+    tokens = np.fromiter((r.input_len + r.output_len - 1 for r in requests), dtype=np.int64, count=len(requests))
+    need = -(-tokens // cfg.block_size)  # the last token is sampled, never cached
+    bad = np.flatnonzero(need > cfg.num_blocks)
+    if bad.size:
+        r = requests[int(bad[0])]
+        raise ValueError(f"request {r.id}: input_len+output_len={r.input_len}+{r.output_len} needs "
+                         f"{int(need[bad[0]])} KV blocks of {cfg.block_size} tokens; a replica holds {cfg.num_blocks}")
+
+
+STEP_END, KV_ARRIVED = "step end", "kv arrived"  # heap event kinds
 
 
 def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
-                 progress: Callable[[int, int], None] | None = None) -> Run:
-    """Run every request to completion; see the module docstring."""
+                 progress: Callable[[int, int], None] | None = None, source: Source | None = None) -> Run:
+    """Run every request to completion; see the module docstring. ``source`` issues the arrivals
+    (default: each request at its own arrival time, open loop)."""
     if cfg.preemption not in PREEMPTION:
         raise ValueError(f"preemption={cfg.preemption!r} unknown; allowed: {', '.join(PREEMPTION)}")
     _check_fits(requests, cfg)
-    order = sorted(requests, key=lambda r: r.arrival_s)
+    source = source or OpenLoop()
+    order = source.order(requests)
     L = Ledger(order)
+    source.start(L)
     sm = StepModel(dep, cfg.max_num_batched_tokens)
     swap_s = block_bytes_per_gpu(dep, cfg.block_size) / pcie_link(dep.gpu).effective_bw \
         if cfg.preemption == "swap" else 0.0
@@ -119,16 +133,15 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
         return pool[0] if len(pool) == 1 else min(pool, key=lambda r: r.outstanding)
 
     n = len(L)
-    arrivals = L.arrival
     heap: list = []
     seq = 0
-    ia = done = in_sys = 0
+    done = in_sys = 0
     area = 0.0
-    t_last = start = arrivals[0]
+    t_last = start = source.next_time()
     tick = max(1, n // 200)
     touched: list[Replica] = []
     while True:
-        t = arrivals[ia] if ia < n else math.inf
+        t = source.next_time()
         if heap and heap[0][0] <= t:
             t = heap[0][0]
         if t == math.inf:
@@ -137,39 +150,40 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
         t_last = t
         while heap and heap[0][0] <= t:
             _, _, kind, rep, a, b = heapq.heappop(heap)
-            if kind == 0:  # step end: a = finished rids, b = handoffs
+            if kind is STEP_END:  # a = finished rids, b = handoffs
                 rep.busy = False
                 rep.outstanding -= len(a) + len(b)
                 in_sys -= len(a)
                 done += len(a)
+                for rid in a:
+                    source.finished(rid, t)
                 for rid, blocks in b:
-                    dt = transfer_seconds(dep, link, L.P[rid])
+                    dt = transfer_seconds(dep, link, L.prompt[rid])
                     transfers.append(dt)
                     seq += 1
-                    heapq.heappush(heap, (t + dt, seq, 1, rep, rid, blocks))
+                    heapq.heappush(heap, (t + dt, seq, KV_ARRIVED, rep, rid, blocks))
                 if progress and a and done // tick != (done - len(a)) // tick:
                     progress(done, n)
-            else:  # transfer done: free the prefill copy, queue on a decode replica
+            else:  # KV_ARRIVED: free the prefill copy, queue on a decode replica
                 rep.pool.release(b)
                 dst = least_loaded(back)
                 dst.waiting.append(a)
                 dst.outstanding += 1
                 touched.append(dst)
             touched.append(rep)
-        while ia < n and arrivals[ia] <= t:
+        while source.next_time() <= t:
             dst = least_loaded(front)
-            dst.waiting.append(ia)
+            dst.waiting.append(source.pop())
             dst.outstanding += 1
             touched.append(dst)
             in_sys += 1
-            ia += 1
         for rep in touched:
             if not rep.busy:
                 out = rep.start_step(t)
                 if out is not None:
                     rep.busy = True
                     seq += 1
-                    heapq.heappush(heap, (out[0], seq, 0, rep, out[1], out[2]))
+                    heapq.heappush(heap, (out[0], seq, STEP_END, rep, out[1], out[2]))
         touched.clear()
     if progress:
         progress(done, n)

@@ -1,20 +1,26 @@
 """What the simulator records: per-request state and timestamps, per-token gaps, per-step samples.
 
 Per request (index = position in arrival order): arrival, prompt and output lengths, tokens generated
-so far ``G``, tokens cached ``C`` while it is off the GPU (swapped out or in flight between replicas),
-blocks parked in host memory, time of its last token, first admission (queue exit), first token,
-finish, preemption count. Scalar state lives in Python lists (fast single-element access); the summary
-turns them into numpy arrays.
+so far, tokens cached while it is off the GPU (swapped out or in flight between replicas), blocks
+parked in host memory, time of its last token, first admission (queue exit), first token, finish,
+preemption count. Scalar state lives in Python lists (fast single-element access); the summary turns
+them into numpy arrays.
 
 Per-token gaps (ITL samples): every token after the first adds (its time − the previous token's time),
-so percentiles over the gaps weight each generated token once.
+so percentiles over the gaps weight each generated token once. A sequence that also decoded in the
+previous step of its replica waits exactly that step's duration, so a step records its duration once
+with the count of such sequences, and the other gaps one by one: the gaps of a million-request run
+take a few values per step, not one per token. ``gap_values`` expands them; ``gap_stats`` gives the
+mean and percentiles of the expanded sample exactly (numpy's linear interpolation over order
+statistics, found through the cumulative counts).
 
 Per step: (start s, duration s, decode tokens, prefill tokens, waiting, running, KV blocks used,
-replica, watts per GPU).
+replica, watts per GPU), appended to a flat float array.
 """
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 
@@ -29,28 +35,74 @@ class Ledger:
         n = len(requests)
         self.ids = [r.id for r in requests]
         self.arrival = [r.arrival_s for r in requests]
-        self.P = [r.input_len for r in requests]
-        self.O = [r.output_len for r in requests]
-        self.G = [0] * n
-        self.C = [0] * n
-        self.host = [0] * n
-        self.last = [math.nan] * n
-        self.admit = [math.nan] * n
-        self.first = [math.nan] * n
-        self.finish = [math.nan] * n
+        self.prompt = [r.input_len for r in requests]
+        self.output = [r.output_len for r in requests]
+        self.generated = [0] * n
+        self.cached = [0] * n
+        self.host_blocks = [0] * n
+        self.last_s = [math.nan] * n
+        self.admit_s = [math.nan] * n
+        self.first_s = [math.nan] * n
+        self.finish_s = [math.nan] * n
         self.preempts = [0] * n
-        self.gap_arrays: list[np.ndarray] = []
-        self.gap_scalars: list[float] = []
-        self.samples: list[tuple] = []
+        self._gap_step = array("d")    # a step's duration ...
+        self._gap_count = array("d")   # ... and how many sequences waited exactly that long
+        self._gap_other: list[np.ndarray] = []
+        self._gap_scalar = array("d")
+        self._samples = array("d")
 
     def __len__(self) -> int:
         return len(self.arrival)
 
-    def gaps(self) -> np.ndarray:
-        """All inter-token gaps (s), one per generated token after each request's first."""
-        parts = [a for a in self.gap_arrays if a.size] + [np.asarray(self.gap_scalars, dtype=float)]
-        return np.concatenate(parts) if parts else np.zeros(0)
+    # -- recording ---------------------------------------------------------------------------------
+    def record_gaps(self, end: float, last: np.ndarray, start: float) -> None:
+        """Gaps end − last of the decoding sequences of a step that ran from ``start`` to ``end``."""
+        same = last == start
+        k = int(np.count_nonzero(same))
+        if k:
+            self._gap_step.append(end - start)
+            self._gap_count.append(k)
+        if k < last.size:
+            self._gap_other.append(end - last[~same])
+
+    def record_gap(self, gap: float) -> None:
+        self._gap_scalar.append(gap)
+
+    def record_step(self, *fields) -> None:
+        self._samples.extend(fields)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _weighted_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        others = [a for a in self._gap_other if a.size] + [np.array(self._gap_scalar, dtype=float)]
+        other = np.concatenate(others) if others else np.zeros(0)
+        values = np.concatenate([np.array(self._gap_step, dtype=float), other])
+        counts = np.concatenate([np.array(self._gap_count, dtype=float), np.ones(other.size)])
+        return values, counts
+
+    def gap_values(self) -> np.ndarray:
+        """All inter-token gaps (s), one per generated token after each request's first (unordered)."""
+        v, c = self._weighted_gaps()
+        return np.repeat(v, c.astype(np.int64))
+
+    def gap_stats(self, percents) -> tuple[float | None, list[float | None]]:
+        """(mean, [percentiles]) of the gaps, as np.mean / np.percentile of gap_values() would give."""
+        v, c = self._weighted_gaps()
+        n = c.sum()
+        if n == 0:
+            return None, [None for _ in percents]
+        order = np.argsort(v, kind="stable")
+        v, cum = v[order], np.cumsum(c[order])
+
+        def nth(k: float) -> float:  # k-th order statistic (0-based) of the expanded sample
+            return float(v[np.searchsorted(cum, k + 1)])
+        out = []
+        for p in percents:
+            h = (n - 1) * p / 100
+            lo = math.floor(h)
+            a, b = nth(lo), nth(min(lo + 1, n - 1))
+            out.append(a + (h - lo) * (b - a))
+        return float((v * c[order]).sum() / n), out
 
     def sample_array(self) -> np.ndarray:
         """Per-step samples as an (n_steps, len(SAMPLE_FIELDS)) float array."""
-        return np.asarray(self.samples, dtype=float).reshape(-1, len(SAMPLE_FIELDS))
+        return np.array(self._samples, dtype=float).reshape(-1, len(SAMPLE_FIELDS))

@@ -38,16 +38,22 @@ def _stats(prefix: str, seconds: np.ndarray) -> dict:
     return {f"{prefix}_ms_mean": float(x.mean()), **{f"{prefix}_ms_p{p}": float(np.percentile(x, p)) for p in PCTS}}
 
 
+def _gap_stats(L) -> dict:
+    mean, pct = L.gap_stats(PCTS)
+    scale = (lambda v: None if v is None else v * 1e3)
+    return {"itl_ms_mean": scale(mean), **{f"itl_ms_p{p}": scale(v) for p, v in zip(PCTS, pct)}}
+
+
 def request_table(run: Run) -> dict[str, np.ndarray]:
     """Per-request arrays in arrival order: id, arrival, input/output lengths, admit, first, finish, ..."""
     L = run.ledger
     arr = np.asarray(L.arrival, dtype=float)
-    first, finish = np.asarray(L.first, dtype=float), np.asarray(L.finish, dtype=float)
-    out = np.asarray(L.O, dtype=float)
+    first, finish = np.asarray(L.first_s, dtype=float), np.asarray(L.finish_s, dtype=float)
+    out = np.asarray(L.output, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(out > 1, (finish - first) / np.maximum(out - 1, 1), np.nan)
-    return {"id": np.asarray(L.ids), "arrival_s": arr, "input_len": np.asarray(L.P), "output_len": out.astype(int),
-            "admit_s": np.asarray(L.admit, dtype=float), "first_token_s": first, "finish_s": finish,
+    return {"id": np.asarray(L.ids), "arrival_s": arr, "input_len": np.asarray(L.prompt), "output_len": out.astype(int),
+            "admit_s": np.asarray(L.admit_s, dtype=float), "first_token_s": first, "finish_s": finish,
             "ttft_s": first - arr, "tpot_s": tpot, "e2e_s": finish - arr, "preemptions": np.asarray(L.preempts)}
 
 
@@ -103,7 +109,7 @@ def summarize(run: Run, slo: dict | None = None) -> dict:
         "output_tok_s": out_tok / D if D > 0 else None,
         "total_tok_s": (out_tok + in_tok) / D if D > 0 else None,
         "output_tok_s_per_gpu": out_tok / D / gpus if D > 0 else None,
-        **_stats("ttft", req["ttft_s"]), **_stats("itl", L.gaps()),
+        **_stats("ttft", req["ttft_s"]), **_gap_stats(L),
         **_stats("tpot", req["tpot_s"][np.isfinite(req["tpot_s"])]), **_stats("e2e", req["e2e_s"]),
         **_stats("queue", req["admit_s"] - req["arrival_s"]),
         **goodput(req, D, **(slo or {})),

@@ -21,10 +21,12 @@ blocks to host memory (unbounded here) and back when it is readmitted, each way 
 blocks · block bytes per GPU / PCIe bandwidth (every GPU moves its own shard over its own link),
 added to the step that performs the copy (vLLM V0 runs swaps before the forward pass).
 
-Step time and power come from ``StepModel.step(decode contexts, chunks)`` only. State is applied
-when a step is planned, with token timestamps at its end: nothing else touches a busy replica except
-new arrivals, which only join the queue. Decoding sequences live in one (7, max_num_seqs) float array
-so a step costs a few numpy operations, not a Python loop over the batch.
+Step time and power come from ``StepModel.step(decode contexts, chunks, mode)`` only: a step that
+starts when the previous one ends runs in the pipeline's stream, one after idle is isolated
+(step.py). Every block taken or returned goes through the replica's :class:`BlockManager`. State is
+applied when a step is planned, with token timestamps at its end: nothing else touches a busy replica
+except new arrivals, which only join the queue. Decoding sequences live in :class:`DecodeBatch`
+(named numpy columns), so a step costs a few numpy operations, not a Python loop over the batch.
 """
 from __future__ import annotations
 
@@ -36,7 +38,52 @@ from ..stepmodel import StepModel
 from .blocks import BlockManager, blocks_for
 from .ledger import Ledger
 
-C_, G_, O_, BLK, RID, ADM, LAST = range(7)  # rows of the decode array
+
+class DecodeBatch:
+    """The decoding sequences of a replica: columns 0..n−1 of named arrays."""
+
+    __slots__ = ("n", "cached", "generated", "target", "blocks", "rid", "admitted", "last_s")
+
+    def __init__(self, capacity: int):
+        self.n = 0
+        self.cached = np.zeros(capacity)      # C: tokens in the KV cache
+        self.generated = np.zeros(capacity)   # G: output tokens so far
+        self.target = np.zeros(capacity)      # O: output tokens wanted
+        self.blocks = np.zeros(capacity)      # KV blocks held
+        self.rid = np.zeros(capacity, dtype=np.int64)
+        self.admitted = np.zeros(capacity)    # admission order (preemption picks the newest)
+        self.last_s = np.zeros(capacity)      # time of the sequence's last token
+
+    def add(self, cached, generated, target, blocks, rid, admitted, last_s) -> None:
+        j = self.n
+        self.cached[j], self.generated[j], self.target[j], self.blocks[j] = cached, generated, target, blocks
+        self.rid[j], self.admitted[j], self.last_s[j] = rid, admitted, last_s
+        self.n += 1
+
+    def remove(self, j: int) -> None:
+        """Drop column j (the last column moves into the hole)."""
+        self.n -= 1
+        k = self.n
+        for name in self.__slots__[1:]:
+            a = getattr(self, name)
+            a[j] = a[k]
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep the columns where ``mask`` (over 0..n−1) is true, in order."""
+        m = int(np.count_nonzero(mask))
+        for name in self.__slots__[1:]:
+            a = getattr(self, name)
+            a[:m] = a[:self.n][mask]
+        self.n = m
+
+
+class Prefilling:
+    """A sequence whose prompt (or recomputation) is being prefilled in chunks."""
+
+    __slots__ = ("rid", "cached", "total", "blocks", "admitted")
+
+    def __init__(self, rid: int, cached: int, total: int, blocks: int, admitted: int):
+        self.rid, self.cached, self.total, self.blocks, self.admitted = rid, cached, total, blocks, admitted
 
 
 class Replica:
@@ -47,11 +94,11 @@ class Replica:
         self.swap_s_per_block = swap_s_per_block
         self.idle_w = sm.dep.gpu.power.idle_w
         self.waiting: deque[int] = deque()
-        self.S = np.zeros((7, max_seqs))
-        self.n = 0  # decoding sequences: columns 0..n-1 of S
-        self.prefilling: list[list] = []  # [rid, C, K, blocks, adm], in admission order
-        self.adm = 0
+        self.dec = DecodeBatch(max_seqs)
+        self.prefilling: list[Prefilling] = []  # in admission order
+        self.admissions = 0
         self.busy = False
+        self.last_end = -1.0  # end of the last step (a step starting then continues the stream)
         self.outstanding = 0
         self.preemptions = 0
         self.busy_s = 0.0
@@ -60,8 +107,9 @@ class Replica:
     # -- preemption --------------------------------------------------------------------------------
     def _newest(self):
         """('dec', column) or ('pre', index) of the most recently admitted running sequence."""
-        j = int(np.argmax(self.S[ADM, :self.n])) if self.n else -1
-        if self.prefilling and (j < 0 or self.prefilling[-1][4] > self.S[ADM, j]):
+        d = self.dec
+        j = int(np.argmax(d.admitted[:d.n])) if d.n else -1
+        if self.prefilling and (j < 0 or self.prefilling[-1].admitted > d.admitted[j]):
             return "pre", len(self.prefilling) - 1
         return ("dec", j) if j >= 0 else (None, -1)
 
@@ -73,23 +121,22 @@ class Replica:
         self.preemptions += 1
         self.waiting.appendleft(rid)
         if self.preemption == "swap":
-            L.C[rid], L.host[rid] = cached, blocks
+            L.cached[rid], L.host_blocks[rid] = cached, blocks
             return blocks * self.swap_s_per_block
-        L.C[rid], L.host[rid] = 0, 0
+        L.cached[rid], L.host_blocks[rid] = 0, 0
         return 0.0
 
     def _evict_decoder(self, j: int) -> float:
-        S, L = self.S, self.L
-        rid = int(S[RID, j])
-        L.G[rid], L.last[rid] = int(S[G_, j]), float(S[LAST, j])
-        swap = self._evict(rid, int(S[C_, j]), int(S[BLK, j]))
-        self.n -= 1
-        S[:, j] = S[:, self.n]  # move the last column into the hole
+        d, L = self.dec, self.L
+        rid = int(d.rid[j])
+        L.generated[rid], L.last_s[rid] = int(d.generated[j]), float(d.last_s[j])
+        swap = self._evict(rid, int(d.cached[j]), int(d.blocks[j]))
+        d.remove(j)
         return swap
 
     def _evict_prefilling(self, i: int) -> float:
-        rid, c, _, blk, _ = self.prefilling.pop(i)
-        return self._evict(rid, c, blk)
+        e = self.prefilling.pop(i)
+        return self._evict(e.rid, e.cached, e.blocks)
 
     # -- one step ----------------------------------------------------------------------------------
     def start_step(self, t: float):
@@ -98,30 +145,30 @@ class Replica:
         ``handoffs``: (rid, blocks) of prefill-role requests whose first token is out and whose KV
         (still in ``blocks`` blocks here) must move to a decode replica.
         """
-        S, L, pool, bs = self.S, self.L, self.pool, self.pool.block_size
+        d, L, pool, bs = self.dec, self.L, self.pool, self.pool.block_size
         extra_s = 0.0
         preempted = False
         # (1) decodes
-        if self.n:
-            need = S[C_, :self.n] % bs == 0
+        if d.n:
+            need = d.cached[:d.n] % bs == 0
             k = int(np.count_nonzero(need))
             while k > pool.free:
                 kind, j = self._newest()
                 extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
                 preempted = True
-                need = S[C_, :self.n] % bs == 0
+                need = d.cached[:d.n] % bs == 0
                 k = int(np.count_nonzero(need))
-            pool.free -= k
-            S[BLK, :self.n] += need
-        n_dec = self.n
+            pool.allocate(k)
+            d.blocks[:d.n] += need
+        n_dec = d.n
         left = self.budget - n_dec
         # (2) continuing prefills
         chunks, sched = [], []
         i = 0
         while i < len(self.prefilling) and left > 0:
             e = self.prefilling[i]
-            k = min(e[2] - e[1], left)
-            extra = blocks_for(e[1] + k, bs) - e[3]
+            k = min(e.total - e.cached, left)
+            extra = blocks_for(e.cached + k, bs) - e.blocks
             while extra > pool.free and len(self.prefilling) - 1 > i:
                 extra_s += self._evict_prefilling(len(self.prefilling) - 1)
                 preempted = True
@@ -129,95 +176,91 @@ class Replica:
                 extra_s += self._evict_prefilling(i)
                 preempted = True
                 break
-            pool.free -= extra
-            e[3] += extra
-            chunks.append((e[1], k))
+            pool.allocate(extra)
+            e.blocks += extra
+            chunks.append((e.cached, k))
             sched.append((e, k))
             left -= k
             i += 1
         # (3) admissions
         if not preempted:
-            while self.waiting and left > 0 and self.n + len(self.prefilling) < self.max_seqs:
+            while self.waiting and left > 0 and d.n + len(self.prefilling) < self.max_seqs:
                 rid = self.waiting[0]
-                c, K = L.C[rid], L.P[rid] + L.G[rid]
-                k = min(K - c, left)
+                c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
+                k = min(total - c, left)
                 need_b = blocks_for(c + k, bs)
                 if need_b > pool.free:
                     break
                 self.waiting.popleft()
-                pool.free -= need_b
-                if L.admit[rid] != L.admit[rid]:  # NaN: first admission
-                    L.admit[rid] = t
-                extra_s += L.host[rid] * self.swap_s_per_block
-                L.host[rid] = 0
-                self.adm += 1
-                if c > 0 and K - c == 1:  # resumed decode (swapped in, or KV transferred here)
-                    j = self.n
-                    S[:, j] = (c, L.G[rid], L.O[rid], need_b, rid, self.adm, L.last[rid])
-                    self.n += 1
+                pool.allocate(need_b)
+                if L.admit_s[rid] != L.admit_s[rid]:  # NaN: first admission
+                    L.admit_s[rid] = t
+                extra_s += L.host_blocks[rid] * self.swap_s_per_block
+                L.host_blocks[rid] = 0
+                self.admissions += 1
+                if c > 0 and total - c == 1:  # resumed decode (swapped in, or KV transferred here)
+                    d.add(c, L.generated[rid], L.output[rid], need_b, rid, self.admissions, L.last_s[rid])
                 else:
-                    e = [rid, c, K, need_b, self.adm]
+                    e = Prefilling(rid, c, total, need_b, self.admissions)
                     self.prefilling.append(e)
                     chunks.append((c, k))
                     sched.append((e, k))
                 left -= k
-        n_dec = self.n
+        n_dec = d.n
         if n_dec == 0 and not chunks:
             return None
-        run_s, watts = self.sm.step(S[C_, :n_dec], chunks)
+        mode = "stream" if t == self.last_end else "isolated"
+        run_s, watts = self.sm.step(d.cached[:n_dec], chunks, mode)
         dur = run_s + extra_s
         end = t + dur
-        L.samples.append((t, dur, n_dec, self.budget - left - n_dec, len(self.waiting),
-                          n_dec + len(self.prefilling), pool.num_blocks - pool.free, self.index, watts))
+        L.record_step(t, dur, n_dec, self.budget - left - n_dec, len(self.waiting), n_dec + len(self.prefilling),
+                      pool.num_blocks - pool.free, self.index, watts)
         self.busy_s += dur
         self.energy_j_per_gpu += watts * run_s + self.idle_w * extra_s  # copies: GPU near idle
-        finished, handoffs = self._apply_decodes(end, n_dec), []
+        self.last_end = end
+        finished, handoffs = self._apply_decodes(t, end, n_dec), []
         self._apply_chunks(end, sched, finished, handoffs)
         return end, finished, handoffs
 
-    def _apply_decodes(self, end: float, n: int) -> list[int]:
+    def _apply_decodes(self, start: float, end: float, n: int) -> list[int]:
         if not n:
             return []
-        S = self.S
-        S[C_, :n] += 1
-        S[G_, :n] += 1
-        self.L.gap_arrays.append(end - S[LAST, :n])
-        S[LAST, :n] = end
-        fin = S[G_, :n] >= S[O_, :n]
+        d = self.dec
+        d.cached[:n] += 1
+        d.generated[:n] += 1
+        self.L.record_gaps(end, d.last_s[:n], start)
+        d.last_s[:n] = end
+        fin = d.generated[:n] >= d.target[:n]
         if not fin.any():
             return []
-        rids = S[RID, :n][fin].astype(int).tolist()
-        self.pool.release(int(S[BLK, :n][fin].sum()))
-        keep = ~fin
-        m = int(np.count_nonzero(keep))
-        S[:, :m] = S[:, :n][:, keep]
-        self.n = m
+        rids = d.rid[:n][fin].tolist()
+        self.pool.release(int(d.blocks[:n][fin].sum()))
+        d.keep(~fin)
         for rid in rids:
-            self.L.G[rid] = self.L.O[rid]
-            self.L.finish[rid] = end
+            self.L.generated[rid] = self.L.output[rid]
+            self.L.finish_s[rid] = end
         return rids
 
     def _apply_chunks(self, end: float, sched, finished: list[int], handoffs: list) -> None:
-        L, S = self.L, self.S
+        L = self.L
         for e, k in sched:
-            e[1] += k
-            if e[1] < e[2]:
+            e.cached += k
+            if e.cached < e.total:
                 continue
-            rid = e[0]
-            self.prefilling.remove(e)  # entries differ in their rid, so == finds this one
-            g = L.G[rid] = L.G[rid] + 1
+            rid = e.rid
+            self.prefilling.remove(e)
+            g = L.generated[rid] = L.generated[rid] + 1
             if g == 1:
-                L.first[rid] = end
+                L.first_s[rid] = end
             else:
-                L.gap_scalars.append(end - L.last[rid])
-            L.last[rid] = end
-            if g >= L.O[rid]:
-                L.finish[rid] = end
-                self.pool.release(e[3])
+                L.record_gap(end - L.last_s[rid])
+            L.last_s[rid] = end
+            if g >= L.output[rid]:
+                L.finish_s[rid] = end
+                self.pool.release(e.blocks)
                 finished.append(rid)
             elif self.role == "prefill":
-                L.C[rid] = e[1]
-                handoffs.append((rid, e[3]))
+                L.cached[rid] = e.cached
+                handoffs.append((rid, e.blocks))
             else:
-                S[:, self.n] = (e[1], g, L.O[rid], e[3], rid, e[4], end)
-                self.n += 1
+                self.dec.add(e.cached, g, L.output[rid], e.blocks, rid, e.admitted, end)

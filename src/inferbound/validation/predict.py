@@ -14,7 +14,7 @@ from typing import Callable
 from ..datafiles import data_yaml
 from ..deployment import Deployment, make_deployment
 from ..estimate import estimate
-from .. import steps
+from .. import step
 from ..memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
 from .dataset import Row
@@ -65,7 +65,7 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
 
 def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
     """Metrics of a static batch run (TensorRT-LLM v0.9 tables, gpt-fast, llama.cpp)."""
-    e = estimate(dep, batch=row.batch_size, input_len=row.input_len, output_len=row.output_len, details=False)
+    e = estimate(dep, batch=row.batch_size, input_len=row.input_len, output_len=row.output_len)
     replicas = dep.par.replicas
     return {
         "output_tok_s": e.output_tok_s, "output_tok_s_per_gpu": e.output_tok_s_per_gpu,
@@ -98,8 +98,7 @@ def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
     r = simulate(dep, rate=row.request_rate, requests=n, input_len=row.input_len, output_len=row.output_len,
                  seed=0).summary
-    bound = steps.decode_cost(dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype,
-                              max(1.0, r["mean_running"]), row.input_len + row.output_len / 2).bound
+    bound = step.decode(dep, max(1.0, r["mean_running"]), row.input_len + row.output_len / 2).bound
     front_end_ms = (dep.calibration.request_overhead_s if dep.calibration is not None else 0.0) * 1e3
     return {"ttft_ms": r["ttft_ms_mean"] + front_end_ms, "itl_ms": r["itl_ms_mean"], "output_tok_s": r["output_tok_s"],
             "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "total_tok_s": r["total_tok_s"],

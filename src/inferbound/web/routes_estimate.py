@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from .. import steps
+from .. import step
 from ..cli.estimate_cmds import operator_rows
 from ..estimate import decode_contexts, estimate as run_estimate
 from ..memory import max_batch, max_context, memory_report
@@ -45,8 +45,8 @@ def roofline(req: WorkloadIn) -> dict:
         ctxs = decode_contexts(req.input_len, req.output_len)
         ctx = float(ctxs[len(ctxs) // 2])
         m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
-        phases = {"prefill": steps.prefill_cost(m, g, dt, par, cdt, req.batch, max(req.input_len, 1)),
-                  "decode": steps.decode_cost(m, g, dt, par, cdt, req.batch, ctx)}
+        phases = {"prefill": step.prefill(dep, req.batch, max(req.input_len, 1)),
+                  "decode": step.decode(dep, req.batch, ctx)}
         out = {"deployment": dep.label(), "compute_dtype": cdt, "decode_context": ctx,
                "ridge_flop_per_byte": ridge_point(g, cdt),
                "peak_flop_s": g.peak_flops[cdt] * compute_eff(g, cdt),

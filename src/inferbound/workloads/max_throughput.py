@@ -1,17 +1,10 @@
 """Offline max throughput: thousands of requests at once, in-flight batching, chunked prefill.
 
-Steady state of continuous batching with D sequences decoding. Each request needs I prompt tokens and
-O − 1 decode steps after the prefill that yields its first token, so requests complete at D/(O − 1)
-per step and, to keep D constant, the engine prefills P = D·I/(O − 1) prompt tokens per step, mixed
-into the decode step (chunked prefill, SARATHI-style). A step therefore runs T = D + P tokens, which
-must fit the token budget, and lasts t(D) from the step model (decode at the mean context
-I + (O − 2)/2, plus P/I prompts of I tokens each). Output throughput is D / t(D); each user sees one
-token per step, 1/t(D) tok/s.
-
-Concurrency is bounded by the KV cache (memory.kv_capacity_bytes): C = D + P/I sequences, each holding
-its whole I + O tokens (``kv_reservation: max``, TensorRT-LLM's no-evict scheduler) or its average
-length I + O/2 (``average``, vLLM), rounded up to whole blocks; and by the number of requests. The
-operating point is the D that maximizes D / t(D) over every feasible D (all evaluated at once).
+The steady state of continuous batching (workloads/steady_state.py) at every feasible decode batch
+D = 1..D_max: a step of D decodes at the mean context plus D/(O − 1) prompts lasts t(D) (the step
+contract, tabulated: stepmodel.py); output throughput is D / t(D) and each user sees one token per
+step, 1/t(D) tok/s. D_max is the smallest cap (KV cache, token budget, requests, max_num_seqs).
+The operating point is the D that maximizes D / t(D) over every feasible D (all evaluated at once).
 """
 from __future__ import annotations
 
@@ -19,36 +12,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .. import steps
 from ..deployment import Deployment, make_deployment
-from ..energy import dollars_per_second, per_million
-from ..memory import kv_bytes_per_gpu, kv_capacity_bytes, runtime_defaults
+from ..energy import dollars_per_second, per_million, power_w
+from ..explain import band, phase
+from ..memory import runtime_defaults
 from ..stepmodel import StepModel
-
+from . import steady_state
 
 #: step-time table points for the sweep (interpolated; < 0.5% from the exact table, see tests)
 MAX_THROUGHPUT_GRID = 192
-
-
-def concurrency_caps(dep: Deployment, input_len: int, output_len: int, budget: int, policy: str, block: int,
-                     decode_only: bool = False, kv_fraction: float | None = None) -> tuple[dict, float, float]:
-    """({cap: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence of the replica).
-
-    Mixed steps: D·(1 + 1/(O − 1)) sequences hold KV and D·(1 + I/(O − 1)) tokens must fit the budget
-    (per attention group); decode-only steps (disaggregated decode): D sequences, D tokens.
-    """
-    m, par = dep.model, dep.par
-    groups = par.attention_groups
-    held = input_len + output_len if policy == "max" else input_len + output_len / 2
-    held = np.ceil(held / block) * block
-    kv_seq = float(kv_bytes_per_gpu(m, dep.dtypes, par, 1, held)) * groups
-    capacity = kv_capacity_bytes(m, dep.gpu, dep.dtypes, par, budget, kv_fraction)
-    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
-    if decode_only:
-        return {"kv-cache": int(min(c_kv, 1e9)), "token budget": budget * groups}, capacity, kv_seq
-    per_prompt = input_len / (output_len - 1)
-    return ({"kv-cache": int(min(c_kv, 1e9) / (1 + 1 / (output_len - 1))),
-             "token budget": int(budget // (1 + per_prompt)) * groups}, capacity, kv_seq)
 
 
 @dataclass
@@ -110,11 +82,9 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         raise ValueError(f"kv_fraction={frac} must be in (0, 1]")
     m, par = dep.model, dep.par
     groups = par.attention_groups
-    per_prompt = input_len / (output_len - 1)  # prompt tokens prefilled per decode token
-    caps, capacity, kv_seq = concurrency_caps(dep, input_len, output_len, budget, policy, block, kv_fraction=frac)
-    c_kv = capacity / kv_seq if kv_seq > 0 else np.inf
-    held = input_len + output_len if policy == "max" else input_len + output_len / 2
-    held = np.ceil(held / block) * block
+    caps, capacity, kv_seq = steady_state.caps(dep, input_len, output_len, budget, policy, block, kv_fraction=frac)
+    seqs_kv = groups * capacity / kv_seq if kv_seq > 0 else np.inf
+    held = steady_state.held_tokens(input_len, output_len, policy, block)
     caps["requests"] = num_requests
     if max_num_seqs is not None:
         if max_num_seqs < 1:
@@ -122,12 +92,13 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         caps["max_num_seqs"] = int(max_num_seqs)
     d_max = min(caps.values())
     if d_max < 1:
-        raise ValueError(f"no request fits: KV capacity {capacity / 1e9:.2f} GB per GPU holds {c_kv:.2f} "
+        raise ValueError(f"no request fits: KV capacity {capacity / 1e9:.2f} GB per GPU holds {seqs_kv:.2f} "
                          f"sequences of {held:.0f} tokens ({dep.label()})")
-    sm = StepModel(dep, budget + groups, grid_points=MAX_THROUGHPUT_GRID)
+    sm = StepModel(dep, budget * groups + groups, grid_points=MAX_THROUGHPUT_GRID)
     dec = np.arange(1, d_max + 1, dtype=float)
-    ctx = input_len + (output_len - 2) / 2
-    t, watts = sm.uniform(dec, ctx, dec * per_prompt / input_len, input_len)
+    cost = sm.price(steady_state.load(m, dec, input_len, output_len))
+    t = np.asarray(cost.time, dtype=float)
+    watts = power_w(dep.gpu, dep.compute_dtype, cost.flops, cost.bytes, t)
     tput = dec / t
     i = int(np.argmax(tput))
     best = dec[i]
@@ -136,15 +107,16 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     out_tok_s = float(tput[i]) * reps
     power = float(watts[i])
     dps = dollars_per_second(dep.gpu, dep.num_gpus)
-    bound = steps.decode_cost(m, dep.gpu, dep.dtypes, par, dep.compute_dtype, best, ctx).bound
+    bound = phase(cost, "", i).bound
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
-        concurrency=float(best * (1 + 1 / (output_len - 1))), decode_batch=int(best),
-        prefill_tokens_per_step=float(best * per_prompt), step_time_s=float(t[i]), output_tok_s=out_tok_s,
-        output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]) ,
+        concurrency=float(steady_state.concurrency(best, output_len)), decode_batch=int(best),
+        prefill_tokens_per_step=float(best * input_len * steady_state.prompts_per_decode(output_len)),
+        step_time_s=float(t[i]), output_tok_s=out_tok_s,
+        output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]),
         requests_per_s=out_tok_s / output_len, total_tok_s=out_tok_s * (input_len + output_len) / output_len,
-        kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(c_kv), token_budget=budget,
-        kv_reservation=policy, limited_by=limited, bound=str(bound), power_per_gpu_w=power,
+        kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(seqs_kv), token_budget=budget,
+        kv_reservation=policy, limited_by=limited, bound=bound, power_per_gpu_w=power,
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
         usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_fraction=frac,
-        error_band=None if dep.calibration is None else dep.calibration.band("max_throughput", "throughput", str(bound)))
+        error_band=band(dep, "max_throughput", "throughput", bound))

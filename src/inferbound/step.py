@@ -1,0 +1,213 @@
+"""The step contract: the price of any step of a deployment, for every workload.
+
+A step of one replica runs D decoding sequences (sequence i has c_i tokens cached and adds one) and
+prefill chunks (sequence j adds n_j tokens after p_j cached ones). What prices it is a
+:class:`StepLoad`: T = D + Σ n_j new tokens, S sampled sequences (one logits row each), the number
+of sequences (for micro-batching) and, per attention kind of the model (full, window W, chunk C),
+the query-key pairs of the decodes and of the chunks and the cached tokens the kernel reads
+(``operators.sequence_attention`` summed over the sequences). Every workload builds loads:
+``uniform`` for a static batch or a steady state (counts may be fractional averages and arrays: a
+sweep prices every concurrency at once), ``of_sequences`` for a simulator step.
+
+Pricing (``price``): each pipeline stage's operators (``operators.stage_ops``) for one micro-batch,
+priced by ``roofline.price_ops``, then one pipeline formula. With pp stages the step runs as
+m = min(sequences, pp) micro-batches (or ``par.microbatches``), each 1/m of the load; t_i is stage i's
+time for one micro-batch (``comm_overlap`` applied per stage), s the activation send between
+neighbouring stages (α + b/β for the micro-batch's T/m·d 16-bit values), o the per-step overhead
+(scheduler, sampling: once per step, not per stage):
+
+    isolated step: the pipeline is empty before and after it (a static batch's prefill, a step after
+    the replica was idle). Micro-batch k leaves the last stage after Σ_i t_i + (k − 1)·max_i t_i:
+        T = Σ_i t_i + (m − 1)·max_i t_i + (pp − 1)·s + o
+    (GPipe's fill and drain: (m + pp − 1) stage slots for balanced stages, bubble (pp − 1)/(m + pp − 1);
+    Huang et al., "GPipe", NeurIPS 2019.)
+
+    step in a stream: continuous batching, and a static batch's decode steps. The pipeline stays full
+    across steps: while micro-batch k runs stage i, micro-batch k + 1 runs stage i − 1, and a sequence's
+    next token waits for its own previous one. The step period is the busiest stage's work for all m
+    micro-batches, or one micro-batch's trip through every stage if that is longer:
+        T = max(m·max_i t_i, Σ_i t_i + (pp − 1)·s) + o
+    (iteration-level scheduling with pipelined micro-batches: Orca, Yu et al., OSDI 2022, §4.2; vLLM
+    runs pp virtual engines, one micro-batch in flight each.)
+
+With pp = 1 both are t_0 + o. The split reports the average GPU over the step: m·mean_i of the stage
+splits, the sends as communication, o as overhead, the rest as ``bubble``; FLOPs and bytes are the
+average GPU's too (the power model's inputs). ``StepModel`` (stepmodel.py) is this same function with
+the stage work tabulated over T and S; its parity with ``price`` is tested.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .collectives import comm_pricer
+from .comm import p2p
+from .dtypes import bytes_per_element
+from .model.spec import LayerGroup, ModelSpec
+from .operators import attention_kinds, kind_reads, sequence_attention, stage_ops
+from .roofline import SPLIT_KEYS, StepCost, Work, price_ops
+from .topology import place
+
+MODES = ("stream", "isolated")
+
+
+@dataclass(frozen=True)
+class StepLoad:
+    """What a replica's step computes, reduced to what prices it (module docstring)."""
+
+    tokens: object
+    sampled: object
+    sequences: object
+    attention: dict  # {(attention, window): (decode pairs, prefill pairs, cached tokens read)}
+
+    def scaled(self, f) -> "StepLoad":
+        """The load of one of 1/f micro-batches."""
+        return StepLoad(self.tokens * f, self.sampled * f, self.sequences * f,
+                        {k: tuple(x * f for x in v) for k, v in self.attention.items()})
+
+
+def uniform(m: ModelSpec, decode=0.0, context=0.0, prompts=0.0, new=0.0, past=0.0, sampled=None) -> StepLoad:
+    """``decode`` sequences at ``context`` cached tokens each add one token; ``prompts`` sequences each add
+    ``new`` tokens after ``past`` cached ones. Every sequence samples unless ``sampled`` says otherwise."""
+    decode, prompts = np.asarray(decode, dtype=float), np.asarray(prompts, dtype=float)
+    new = np.asarray(new, dtype=float)
+    att = {}
+    for kind in attention_kinds(m):
+        d_pairs, d_cached = sequence_attention(kind, context, 1.0)
+        p_pairs, p_cached = sequence_attention(kind, past, new)
+        att[kind] = (decode * d_pairs, prompts * p_pairs, decode * d_cached + prompts * p_cached)
+    seqs = decode + prompts
+    return StepLoad(decode + prompts * new, seqs if sampled is None else np.asarray(sampled, dtype=float), seqs, att)
+
+
+def of_sequences(m: ModelSpec, decode_ctx, chunk_past=(), chunk_new=(), sampled=None, kinds=None) -> StepLoad:
+    """A step of decoding sequences with ``decode_ctx`` cached tokens each and prefill chunks
+    (``chunk_past[j]`` cached, ``chunk_new[j]`` new); ``sampled`` defaults to every sequence.
+
+    A decode's pairs equal its reads (one new token sees exactly the cached tokens the kernel reads,
+    operators.sequence_attention), so they are summed once. ``kinds``: attention_kinds(m), if known.
+    """
+    dec = np.asarray(decode_ctx, dtype=float)
+    n_chunks = len(chunk_new)
+    if n_chunks:
+        past, new = np.asarray(chunk_past, dtype=float), np.asarray(chunk_new, dtype=float)
+    att = {}
+    for kind in kinds or attention_kinds(m):
+        d = float(kind_reads(kind, dec + 1.0).sum()) if dec.size else 0.0
+        if n_chunks:
+            p_pairs, p_cached = sequence_attention(kind, past, new)
+            att[kind] = (d, float(p_pairs.sum()), d + float(p_cached.sum()))
+        else:
+            att[kind] = (d, 0.0, d)
+    seqs = float(dec.size + n_chunks)
+    tokens = float(dec.size + (new.sum() if n_chunks else 0.0))
+    return StepLoad(tokens, seqs if sampled is None else float(sampled), seqs, att)
+
+
+@lru_cache(maxsize=256)
+def stage_layers(m: ModelSpec, par) -> list[list[LayerGroup]]:
+    """Ordered layer groups of each pipeline stage: ``pp_split`` or an even split (earlier stages take
+    the remainder); layers of one kind inside a stage are merged (order inside a stage does not price)."""
+    n = m.num_layers
+    if par.pp_split is not None:
+        if sum(par.pp_split) != n:
+            raise ValueError(f"pp_split={list(par.pp_split)} sums to {sum(par.pp_split)}, "
+                             f"but {m.name} has {n} layers")
+        sizes = list(par.pp_split)
+    else:
+        base, extra = divmod(n, par.pp)
+        sizes = [base + (i < extra) for i in range(par.pp)]
+    flat = [(g.attention, g.window, g.moe) for g in m.layers for _ in range(g.count)]
+    stages, start = [], 0
+    for size in sizes:
+        counts: dict[tuple, int] = {}
+        for key in flat[start:start + size]:
+            counts[key] = counts.get(key, 0) + 1
+        stages.append([LayerGroup(count=c, attention=a, window=w, moe=e) for (a, w, e), c in counts.items()])
+        start += size
+    return stages
+
+
+def stages_of(dep) -> list[tuple[list[LayerGroup] | None, bool, bool]]:
+    """(layers, first, last) of each stage; the whole model (layers None) without pipeline stages."""
+    if dep.par.pp == 1:
+        return [(None, True, True)]
+    stages = stage_layers(dep.model, dep.par)
+    return [(layers, i == 0, i == len(stages) - 1) for i, layers in enumerate(stages)]
+
+
+def micro_batches(par, sequences):
+    """Micro-batches a step of ``sequences`` runs as: min(sequences, pp) (or par.microbatches), >= 1."""
+    if par.pp == 1:
+        return 1.0
+    cap = par.pp if par.microbatches is None else par.microbatches
+    return np.maximum(1.0, np.minimum(np.asarray(sequences, dtype=float), cap))
+
+
+def send_seconds(dep, tokens):
+    """Activation send between neighbouring stages for a micro-batch of ``tokens`` new tokens: each of
+    its attention groups' ranks sends (tokens/groups)·d values (16-bit) to the next stage."""
+    par = dep.par
+    link = place(dep.gpu, par, 2, par.tp * par.attention_groups)
+    size = np.asarray(tokens, dtype=float) / par.attention_groups * dep.model.hidden_size \
+        * bytes_per_element(dep.dtypes.high_precision)
+    return p2p(size, link.outer or link.inner)[0]
+
+
+def combine(dep, stages: list[Work], send, m, mode: str) -> StepCost:
+    """The pipeline formula (module docstring) over each stage's priced work for one micro-batch."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} unknown; allowed: {', '.join(MODES)}")
+    o = dep.gpu.efficiency.step_overhead_s
+    ops = [p for w in stages for p in w.ops]
+    if len(stages) == 1:
+        w = stages[0]
+        split = dict(w.split)
+        split["overhead"] = split["overhead"] + o
+        split["bubble"] = 0.0
+        return StepCost(ops, w.time + o, split["overhead"], split, dict(w.comm_kinds), w.flops, w.bytes)
+    pp = len(stages)
+    times = [w.time for w in stages]
+    longest = np.maximum.reduce([np.asarray(t, dtype=float) for t in times])
+    path = sum(times)
+    sends = (pp - 1) * send
+    if mode == "isolated":
+        total = path + (m - 1) * longest + sends + o
+    else:
+        total = np.maximum(m * longest, path + sends) + o
+    share = m / pp
+    split = {k: share * sum(w.split[k] for w in stages) for k in SPLIT_KEYS}
+    split["communication"] = split["communication"] + sends
+    split["overhead"] = split["overhead"] + o
+    split["bubble"] = np.maximum(total - sum(split.values()), 0.0)
+    kinds: dict = {"p2p": sends}
+    for w in stages:
+        for k, v in w.comm_kinds.items():
+            kinds[k] = kinds.get(k, 0.0) + share * v
+    return StepCost(ops, total, split["overhead"], split, kinds, share * sum(w.flops for w in stages),
+                    share * sum(w.bytes for w in stages))
+
+
+def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
+    """The priced step: every stage's operators for one micro-batch, then :func:`combine`."""
+    m_, dt, par, g = dep.model, dep.dtypes, dep.par, dep.gpu
+    m = micro_batches(par, load.sequences)
+    mb = load if par.pp == 1 else load.scaled(1.0 / m)
+    pricer = comm_pricer(g, par)
+    works = [price_ops(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, layers, first, last,
+                                 g.efficiency.moe_imbalance), g, dep.compute_dtype, dt.kv_dtype, pricer
+                       ).with_overlap(par.comm_overlap)
+             for layers, first, last in stages_of(dep)]
+    return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
+
+
+def prefill(dep, batch, input_len) -> StepCost:
+    """A static batch's prefill: ``batch`` prompts of ``input_len`` tokens in one isolated step."""
+    return price(dep, uniform(dep.model, prompts=batch, new=input_len), "isolated")
+
+
+def decode(dep, batch, context) -> StepCost:
+    """A static batch's decode step: ``batch`` sequences after ``context`` cached tokens, in a stream."""
+    return price(dep, uniform(dep.model, decode=batch, context=context), "stream")
