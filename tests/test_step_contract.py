@@ -106,7 +106,7 @@ def test_stream_and_isolated_formulas_by_hand():
     parts = [step.price_ops(step.stage_ops(dep.model, dep.dtypes, dep.par, half.tokens, half.sampled,
                                            half.attention, layers, first, last,
                                            dep.gpu.efficiency.moe_imbalance), dep.gpu, dep.compute_dtype,
-                            dep.dtypes.kv_dtype, step.comm_pricer(dep.gpu, dep.par))
+                            dep.dtypes.kv_dtype, dep.comm_pricer)
              for layers, first, last in step.stages_of(dep)]
     t = [float(p.time) for p in parts]
     s = float(step.send_seconds(dep, half.tokens))

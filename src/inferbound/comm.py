@@ -20,6 +20,8 @@ unless one is forced. Every function broadcasts over numpy arrays of S.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .hardware import GPU
@@ -29,23 +31,39 @@ ALGORITHMS = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
 
 
 def _ar_flat(algo: str, S, n: int, link: Link):
-    a, b = link.latency, link.effective_bw
-    S = np.asarray(S, dtype=float)
+    """One algorithm's all-reduce time (module docstring) on a flat group of n ranks."""
     if n <= 1:
-        return np.zeros_like(S)
-    return {
-        "ring": 2 * (n - 1) * a + 2 * (n - 1) / n * S / b,
-        "tree": 2 * np.ceil(np.log2(n)) * a + 2 * S / b,
-        "oneshot": a + (n - 1) * S / b,
-        "twoshot": 2 * a + 2 * (n - 1) / n * S / b,
-        "nvls": 2 * a + S / b,
-    }[algo]
+        return S * 0.0
+    a, b = link.latency, link.effective_bw
+    if algo == "ring":
+        return 2 * (n - 1) * a + 2 * (n - 1) / n * S / b
+    if algo == "tree":
+        return 2 * math.ceil(math.log2(n)) * a + 2 * S / b
+    if algo == "oneshot":
+        return a + (n - 1) * S / b
+    if algo == "twoshot":
+        return 2 * a + 2 * (n - 1) / n * S / b
+    if algo == "nvls":
+        return 2 * a + S / b
+    raise ValueError(f"collective_algo={algo!r} unknown; allowed: {', '.join(ALGORITHMS)}")
+
+
+def _fastest(times: dict):
+    """(elementwise minimum, the algorithm that wins most often) of {algorithm: time}."""
+    names = list(times)
+    if len(names) == 1:
+        return times[names[0]], names[0]
+    if all(np.ndim(t) == 0 for t in times.values()):
+        name = min(names, key=lambda k: float(times[k]))
+        return times[name], name
+    stack = np.stack(np.broadcast_arrays(*[np.asarray(times[k], dtype=float) for k in names]))
+    idx = np.argmin(stack, axis=0)
+    return np.take_along_axis(stack, idx[None], axis=0)[0], names[int(np.bincount(idx.ravel()).argmax())]
 
 
 def _gather_flat(S, n: int, link: Link):
-    S = np.asarray(S, dtype=float)
     if n <= 1:
-        return np.zeros_like(S)
+        return S * 0.0
     return (n - 1) * link.latency + (n - 1) / n * S / link.effective_bw
 
 
@@ -68,22 +86,12 @@ def all_reduce(S, pl: Placement, gpu: GPU, algo: str = "auto"):
                          f"{pl.inner.name}{' + ' + pl.outer.name if pl.outer else ''} on {gpu.id}; "
                          f"allowed: {', '.join(allowed)}")
     candidates = allowed if algo == "auto" else [algo]
-    S = np.asarray(S, dtype=float)
     if pl.spans > 1:  # hierarchical: RS inside, AR across (ring or tree, per size), AG inside
         inner = 2 * _gather_flat(S, pl.local, pl.inner)
         across_algos = ("ring", "tree") if algo == "auto" else (algo,)
-        across = np.stack([np.broadcast_to(_ar_flat(a, S / max(pl.local, 1), pl.spans, pl.outer), S.shape)
-                           for a in across_algos])
-        idx = np.argmin(across, axis=0)
-        label = across_algos[int(np.bincount(np.ravel(idx)).argmax())]
-        return inner + np.take_along_axis(across, idx[None], axis=0)[0], f"hierarchical-{label}"
-    times = {a: _ar_flat(a, S, pl.size, pl.inner) for a in candidates}
-    stack = np.stack([np.broadcast_to(t, S.shape) for t in times.values()])
-    names = np.array(list(times))
-    idx = np.argmin(stack, axis=0)
-    best = np.take_along_axis(stack, idx[None], axis=0)[0]
-    label = str(names[idx]) if idx.ndim == 0 else str(names[np.bincount(idx.ravel()).argmax()])
-    return best, label
+        across, label = _fastest({a: _ar_flat(a, S / max(pl.local, 1), pl.spans, pl.outer) for a in across_algos})
+        return inner + across, f"hierarchical-{label}"
+    return _fastest({a: _ar_flat(a, S, pl.size, pl.inner) for a in candidates})
 
 
 def all_gather(S, pl: Placement, gpu: GPU):

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .config import Dtypes, Parallelism
-from .calibration.model import resolve as resolve_calibration
+from .calibration.factors import resolve as resolve_calibration
 from .hardware import GPU, apply_overrides, get_gpu, resolve_compute_dtype
 from .model import ModelSpec, load_model
 
@@ -35,6 +36,12 @@ class Deployment:
     @property
     def num_gpus(self) -> int:
         return self.par.num_gpus
+
+    @cached_property
+    def comm_pricer(self):
+        """Prices this deployment's collectives on its topology (collectives.comm_pricer), built once."""
+        from .collectives import comm_pricer
+        return comm_pricer(self.gpu, self.par)
 
     def label(self) -> str:
         p = self.par

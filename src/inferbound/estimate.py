@@ -65,8 +65,12 @@ class Estimate:
 
     @cached_property
     def decode_gemm_compute_bound_batch(self) -> int | None:
-        """Smallest decode batch at the mid context whose weight matmuls are mostly compute."""
-        return compute_bound_batch(self.deployment, self._mid_context, gemm_only=True)
+        """Smallest decode batch whose weight matmuls are mostly compute (GEMMs do not see the context,
+        so one figure per deployment, kept on it)."""
+        dep = self.deployment
+        if "_gemm_compute_bound_batch" not in dep.__dict__:
+            dep.__dict__["_gemm_compute_bound_batch"] = compute_bound_batch(dep, self._mid_context, gemm_only=True)
+        return dep.__dict__["_gemm_compute_bound_batch"]
 
     @cached_property
     def decode_without_kv_cache_s(self) -> float:
@@ -138,33 +142,40 @@ def no_kv_cache_decode_time(dep: Deployment, batch, input_len: int, output_len: 
     return float(np.mean(np.asarray(step.prefill(dep, batch, input_len + j).time)) * n)
 
 
-def _compute_share(dep: Deployment, batches, context, gemm_only: bool):
-    """(compute seconds, memory seconds) of decode steps at each batch; optionally GEMMs only."""
+def _compute_shares(dep: Deployment, batches, context) -> dict:
+    """{whole step, GEMMs only: (compute seconds, memory seconds)} of decode steps at each batch."""
     cost = step.decode(dep, batches, context)
-    if not gemm_only:
-        return (np.asarray(cost.split["compute"]),
-                np.asarray(cost.split["weights"] + cost.split["kv"] + cost.split["activations"]))
+    whole = (np.asarray(cost.split["compute"]),
+             np.asarray(cost.split["weights"] + cost.split["kv"] + cost.split["activations"]))
     gemms = [p for p in cost.ops if p.op.kind == "gemm"]
-    return (sum(np.where(p.compute_bound, p.t_compute, 0.0) * p.op.count for p in gemms),
+    only = (sum(np.where(p.compute_bound, p.t_compute, 0.0) * p.op.count for p in gemms),
             sum(np.where(p.compute_bound, 0.0, p.t_memory) * p.op.count for p in gemms))
+    return {False: whole, True: only}
 
 
 def compute_bound_batch(dep: Deployment, context, gemm_only: bool = False, limit: int = 1 << 16) -> int | None:
     """Smallest decode batch at ``context`` whose step time is mostly compute, None if none up to ``limit``.
 
     With ``gemm_only`` only the weight matmuls are compared (attention's KV reads grow with the batch
-    too, so a whole step at long context may never turn compute-bound). A geometric grid of 400
-    batches brackets the crossing, then every integer batch inside the bracket is priced.
+    too, so a whole step at long context may never turn compute-bound). The compute share grows with
+    the batch, so the first batch where compute >= memory is bracketed on a geometric grid of 48
+    batches, then found by pricing at most 64 evenly spaced batches in the bracket until it is exact.
     """
-    batches = np.unique(np.round(np.geomspace(1, limit, 400)))
-    comp, mem = _compute_share(dep, batches, context, gemm_only)
-    hit = np.nonzero(comp >= mem)[0]
-    if hit.size == 0:
-        return None
-    lo = int(batches[hit[0] - 1]) if hit[0] > 0 else 0
-    exact = np.arange(lo + 1, int(batches[hit[0]]) + 1, dtype=float)
-    comp, mem = _compute_share(dep, exact, context, gemm_only)
-    return int(exact[np.nonzero(comp >= mem)[0][0]])
+    lo, hi = 0, int(limit)
+    grid = np.unique(np.round(np.geomspace(1, limit, 48)))
+    while True:
+        comp, mem = _compute_shares(dep, grid, context)[gemm_only]
+        hit = np.nonzero(comp >= mem)[0]
+        if hit.size == 0:
+            if hi == limit and lo == 0:
+                return None
+            lo = int(grid[-1])
+        else:
+            hi = int(grid[hit[0]])
+            lo = int(grid[hit[0] - 1]) if hit[0] > 0 else lo
+        if hi - lo <= 1:
+            return hi
+        grid = np.unique(np.round(np.linspace(lo + 1, hi, min(64, hi - lo))))
 
 
 def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: int = 1024,

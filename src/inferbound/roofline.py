@@ -147,10 +147,10 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
     occur.
     """
     att = attention_dtype(gpu, compute_dtype, kv_dtype)
+    roofs = {"attention": roof(gpu, att, "attention"), "other": roof(gpu, compute_dtype, "gemm")}
     priced, split = [], _zero_split()
     kinds: dict = {}
     flops = moved = 0.0
-    overhead = gpu.efficiency.kernel_overhead_s
     for op in ops:
         n = op.count
         if op.kind == "collective":
@@ -161,17 +161,19 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
             split["communication"] = split["communication"] + t * n
             kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * n
             continue
-        p = price_op(op, gpu, att if op.kind == "attention" else compute_dtype)
-        priced.append(p)
-        mem_t = np.where(p.compute_bound, 0.0, p.t_memory) * n
-        total_b = np.maximum(np.asarray(op.bytes, dtype=float), 1e-30)
-        split["compute"] = split["compute"] + np.where(p.compute_bound, p.t_compute, 0.0) * n
-        split["weights"] = split["weights"] + mem_t * (np.asarray(op.weight_bytes) / total_b)
-        split["kv"] = split["kv"] + mem_t * (np.asarray(op.kv_bytes) / total_b)
-        split["activations"] = split["activations"] + mem_t * (np.asarray(op.act_bytes) / total_b)
-        split["overhead"] = split["overhead"] + overhead * n
-        flops = flops + np.asarray(op.flops, dtype=float) * n
-        moved = moved + np.asarray(op.bytes, dtype=float) * n
+        f, b = np.asarray(op.flops, dtype=float), np.asarray(op.bytes, dtype=float)
+        r = roofs["attention" if op.kind == "attention" else "other"]
+        t_c, t_m, t = r.times(f, b)
+        cb = t_c >= t_m
+        priced.append(PricedOp(op, t_c, t_m, t, cb))
+        share = np.where(cb, 0.0, t_m) * (n / np.maximum(b, 1e-30))
+        split["compute"] = split["compute"] + np.where(cb, t_c, 0.0) * n
+        split["weights"] = split["weights"] + share * op.weight_bytes
+        split["kv"] = split["kv"] + share * op.kv_bytes
+        split["activations"] = split["activations"] + share * op.act_bytes
+        split["overhead"] = split["overhead"] + r.overhead * n
+        flops = flops + f * n
+        moved = moved + b * n
     return Work(split, kinds, flops, moved, priced)
 
 

@@ -42,7 +42,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from .collectives import comm_pricer
 from .comm import p2p
 from .dtypes import bytes_per_element
 from .model.spec import LayerGroup, ModelSpec
@@ -195,7 +194,7 @@ def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
     m_, dt, par, g = dep.model, dep.dtypes, dep.par, dep.gpu
     m = micro_batches(par, load.sequences)
     mb = load if par.pp == 1 else load.scaled(1.0 / m)
-    pricer = comm_pricer(g, par)
+    pricer = dep.comm_pricer
     works = [price_ops(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, layers, first, last,
                                  g.efficiency.moe_imbalance), g, dep.compute_dtype, dt.kv_dtype, pricer
                        ).with_overlap(par.comm_overlap)

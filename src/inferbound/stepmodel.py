@@ -19,9 +19,10 @@ own :class:`~inferbound.roofline.Roof`; its parity with :func:`step.price` is te
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
-from .collectives import comm_pricer
 from .deployment import Deployment
 from .energy import power_w, scalar_power
 from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of
@@ -29,24 +30,53 @@ from .roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, r
 from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, stages_of, uniform
 
 
-def _interp(w: Work, grid: np.ndarray, x, exact: bool) -> Work:
-    """The tabulated work at ``x`` (linear between grid points; an index when the grid is 0..N)."""
-    if exact and np.ndim(x) == 0 and float(x).is_integer():
-        i = int(x)
-        return Work({k: w.split[k][i] for k in SPLIT_KEYS}, {k: v[i] for k, v in w.comm_kinds.items()},
-                    w.flops[i], w.bytes[i])
-    def at(a):
-        return np.interp(x, grid, a)
-    return Work({k: at(w.split[k]) for k in SPLIT_KEYS}, {k: at(v) for k, v in w.comm_kinds.items()},
-                at(w.flops), at(w.bytes))
+class _Table:
+    """A piece of stage work tabulated over the grid: one row per split key, collective kind, FLOPs
+    and bytes, so one lookup interpolates every field at once (as np.interp: linear, clamped)."""
+
+    def __init__(self, w: Work, grid: np.ndarray):
+        self.kinds = list(w.comm_kinds)
+        rows = [w.split[k] for k in SPLIT_KEYS] + [w.comm_kinds[k] for k in self.kinds] + [w.flops, w.bytes]
+        self.rows = np.stack([np.broadcast_to(np.asarray(r, dtype=float), grid.shape) for r in rows])
+        self.grid = grid
+        self.exact = bool(grid.size > 1 and grid[-1] == grid.size - 1)
+
+    def at(self, x) -> Work:
+        if self.exact and np.ndim(x) == 0 and float(x).is_integer():
+            col = self.rows[:, int(x)]
+        else:
+            g = self.grid
+            x = np.asarray(x, dtype=float)
+            i = np.clip(np.searchsorted(g, x, side="right") - 1, 0, g.size - 2)
+            f = np.clip((x - g[i]) / (g[i + 1] - g[i]), 0.0, 1.0)
+            col = self.rows[:, i] * (1.0 - f) + self.rows[:, i + 1] * f
+        n = len(SPLIT_KEYS)
+        return Work({k: col[j] for j, k in enumerate(SPLIT_KEYS)},
+                    {k: col[n + j] for j, k in enumerate(self.kinds)}, col[-2], col[-1])
+
+    def field(self, key: str) -> np.ndarray:
+        """One row by name: a split key, 'flops' or 'bytes'."""
+        names = list(SPLIT_KEYS) + self.kinds + ["flops", "bytes"]
+        return self.rows[names.index(key)]
 
 
-def _dense(w: Work, shape) -> Work:
-    """Every field as a float array over the grid (a constant part, e.g. weights, broadcast)."""
-    def full(a):
-        return np.broadcast_to(np.asarray(a, dtype=float), shape).copy()
-    return Work({k: full(w.split[k]) for k in SPLIT_KEYS}, {k: full(v) for k, v in w.comm_kinds.items()},
-                full(w.flops), full(w.bytes))
+_OPS_CACHE: OrderedDict = OrderedDict()  # (model, dtypes, par, stage, grid) -> body and head ops
+
+
+def _stage_ops(dep: Deployment, stage: int, grid: np.ndarray):
+    """(body ops over the grid, head ops over the grid or None) of one stage; memoized, since GPUs,
+    calibrations and overrides re-price the same work (a search prices each layout on every GPU)."""
+    m, dt, par = dep.model, dep.dtypes, dep.par
+    imb = dep.gpu.efficiency.moe_imbalance
+    key = (m, dt, par, stage, grid.size, float(grid[-1]), imb)
+    hit = _OPS_CACHE.get(key)
+    if hit is None:
+        layers, first, last = stages_of(dep)[stage]
+        hit = (body_ops(m, dt, par, grid, layers, first, last, imb), head_ops(m, dt, par, grid) if last else None)
+        _OPS_CACHE[key] = hit
+        if len(_OPS_CACHE) > 1024:
+            _OPS_CACHE.popitem(last=False)
+    return hit
 
 
 class StepModel:
@@ -54,7 +84,7 @@ class StepModel:
 
     def __init__(self, dep: Deployment, max_tokens: int, grid_points: int | None = None):
         self.dep = dep
-        m, g, dt, par = dep.model, dep.gpu, dep.dtypes, dep.par
+        g, dt = dep.gpu, dep.dtypes
         self.max_tokens = int(max_tokens)
         if grid_points is None or grid_points >= self.max_tokens + 1:
             t = np.arange(self.max_tokens + 1, dtype=float)
@@ -64,24 +94,27 @@ class StepModel:
                                           [self.max_tokens]])).astype(float)
         self.grid, self.exact = t, t.size == self.max_tokens + 1
         self.stages = stages_of(dep)
-        pricer = comm_pricer(g, par)
-        imb = g.efficiency.moe_imbalance
+        pricer = dep.comm_pricer
 
         def priced(ops):
-            return _dense(price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer), t.shape)
-        self.body = [priced(body_ops(m, dt, par, t, layers, first, last, imb)) for layers, first, last in self.stages]
-        self.head = priced(head_ops(m, dt, par, t))
-        self.pp = par.pp
-        self._scalar_tables()
+            return _Table(price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer), t)
+        self.body, self.head = [], None
+        for i in range(len(self.stages)):
+            body, head = _stage_ops(dep, i, t)
+            self.body.append(priced(body))
+            if head is not None:
+                self.head = priced(head)
+        self.pp = dep.par.pp
+        self._scalar = None
 
     # -- the contract, tabulated -------------------------------------------------------------------
     def _stage_works(self, mb: StepLoad) -> list[Work]:
         dep = self.dep
         out = []
         for (layers, first, last), body in zip(self.stages, self.body):
-            w = _interp(body, self.grid, mb.tokens, self.exact)
+            w = body.at(mb.tokens)
             if last:
-                w = w + _interp(self.head, self.grid, mb.sampled, self.exact)
+                w = w + self.head.at(mb.sampled)
             att = attention_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
                                 mb.attention, mb.tokens)
             w = w + price_ops(att, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype)
@@ -122,10 +155,10 @@ class StepModel:
         dep = self.dep
         m, dt, par = dep.model, dep.dtypes, dep.par
 
-        def lists(w: Work):
-            busy = sum(w.split[k] for k in WORK_KEYS)
+        def lists(w: _Table):
+            busy = sum(w.field(k) for k in WORK_KEYS)
             return [np.asarray(a, dtype=float).tolist() for a in
-                    (busy, w.split["communication"], w.split["overhead"], w.flops, w.bytes)]
+                    (busy, w.field("communication"), w.field("overhead"), w.field("flops"), w.field("bytes"))]
         self._body_l = [lists(b) for b in self.body]
         self._head_l = lists(self.head)
         r = roof(dep.gpu, attention_dtype(dep.gpu, dep.compute_dtype, dt.kv_dtype), "attention")
@@ -145,6 +178,7 @@ class StepModel:
         self._kinds = attention_kinds(m)
         self._o_step = dep.gpu.efficiency.step_overhead_s
         self._overlap = par.comm_overlap
+        self._scalar = True
 
     def step(self, dec_ctx, chunks=(), mode: str = "stream") -> tuple[float, float]:
         """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``
@@ -154,6 +188,8 @@ class StepModel:
         tokens = n_dec + sum(n for _, n in chunks)
         if tokens > self.max_tokens:
             raise ValueError(f"step of {tokens} tokens exceeds the tabulated max_tokens={self.max_tokens}")
+        if self._scalar is None:
+            self._scalar_tables()
         load = of_sequences(self.dep.model, dec, [p for p, _ in chunks], [n for _, n in chunks], kinds=self._kinds)
         if self.pp > 1:
             cost = self.price(load, mode)

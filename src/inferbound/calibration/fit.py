@@ -22,7 +22,7 @@ from scipy.optimize import least_squares
 from ..hardware import get_gpu, load_catalog
 from ..validation.dataset import LATENCY_METRICS, Row
 from ..validation.predict import deployment_for, predict_rows
-from .model import Calibration
+from .factors import Calibration
 
 PRIOR_SIGMA = 0.7          # log-space prior width: a factor of ~2 moves cost as much as one row 2x off
 MIN_ROWS_PER_GPU = 8       # fewer rows: the GPU keeps the global/prior factors

@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from inferbound.datafiles import load_yaml
 from inferbound.dtypes import DTYPES
 from inferbound.hardware.precision import peak_flops, resolve_compute_dtype  # noqa: F401  (re-export)
 from inferbound.hardware.spec import GPU, Efficiency, Power
@@ -76,7 +77,7 @@ class _Skip(Exception):
 
 
 def _yaml(name: str) -> Any:
-    return yaml.safe_load(resources.files("inferbound").joinpath("data", name).read_text("utf-8"))
+    return load_yaml(resources.files("inferbound").joinpath("data", name).read_text("utf-8"))
 
 
 def _check_layer(layer: dict, where: str) -> None:
@@ -216,7 +217,7 @@ def _user_files(extra_paths: list[Path] | None) -> list[Path]:
 def _read_user_file(path: Path, known: frozenset[str]) -> list[dict]:
     """Entries of one user hardware file, checked for shape and unknown keys."""
     try:
-        data = yaml.safe_load(path.read_text("utf-8"))
+        data = load_yaml(path.read_text("utf-8"))
     except yaml.YAMLError as exc:
         raise ValueError(f"hardware file {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if isinstance(data, dict) and "accelerators" in data:

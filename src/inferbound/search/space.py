@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 
 from ..datafiles import data_yaml
-from ..calibration.model import resolve as resolve_calibration
+from ..calibration.factors import resolve as resolve_calibration
 from ..config import Parallelism
 from ..deployment import Deployment, make_deployment
 from ..hardware import GPU, get_gpu, load_catalog

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from ..datafiles import load_yaml
 from ..hardware import GPU, apply_overrides
 
 ENV = "INFERBOUND_CALIBRATION"
@@ -87,7 +88,7 @@ def load_file(path: str | Path) -> Calibration:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ValueError(f"calibration={str(path)!r} is not a file; allowed: a calibration YAML, 'default' or 'none'")
-    return from_dict(yaml.safe_load(p.read_text()), str(p))
+    return from_dict(load_yaml(p.read_text()), str(p))
 
 
 @lru_cache(maxsize=1)
@@ -95,7 +96,7 @@ def packaged() -> Calibration | None:
     res = resources.files("inferbound") / "data" / "calibration.yaml"
     if not res.is_file():
         return None
-    return from_dict(yaml.safe_load(res.read_text()), "packaged data/calibration.yaml")
+    return from_dict(load_yaml(res.read_text()), "packaged data/calibration.yaml")
 
 
 def resolve(calibration=None) -> Calibration | None:

@@ -1,0 +1,133 @@
+"""Engine speed: one estimate, a cold CLI estimate, a cold whole-catalog search, the simulator.
+
+Figures (targets of the "one step engine" issue, 2-core machine):
+- estimate in-process, ms per call on fresh inputs (the work cache misses): the core (TTFT, TPOT,
+  throughput, memory, energy, bounds: what ``estimate()`` computes; the extras are computed when read)
+  <= 0.5 ms, and with everything the CLI prints (``to_dict()``: compute-bound batches, the no-KV-cache
+  decode, max batch) reported beside it;
+- ``inferbound estimate`` cold (a fresh process, median of 5) <= 0.35 s;
+- ``inferbound search meta-llama/Llama-3.1-70B`` cold (whole catalog) <= 1.5 x the cold estimate;
+- simulator: 10,000 requests of Llama-3.1-70B on 4x H100 TP4 at 8 req/s (1024 in / 256 out) <= 0.6 s;
+  with ``--million``: 1,000,000 requests <= 60 s and <= 2 GB peak memory (a child process, its
+  maximum resident set from getrusage);
+- the YAML loaders on data/hardware.yaml (PyYAML's C loader against the pure-Python one).
+Where ``llm-analysis`` is installed (pip install --no-deps llm-analysis fire six), its in-process
+inference call and its cold CLI run on the same workload (Llama-2-7B, H100 SXM, batch 8, 1024 in /
+256 out) are printed side by side.
+
+Run: .venv/bin/python benchmarks/bench_engine.py [--million]
+"""
+from __future__ import annotations
+
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def ms_per_call(fn, n: int) -> float:
+    fn(0)
+    t = time.perf_counter()
+    for i in range(n):
+        fn(i + 1)
+    return (time.perf_counter() - t) / n * 1e3
+
+
+def cold(cmd: list[str], runs: int = 5) -> float:
+    walls = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - t)
+    return statistics.median(walls)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def estimates() -> float:
+    import inferbound as ib
+    dep = ib.make_deployment(model="meta-llama/Llama-2-7b-hf", gpu="h100_sxm")
+    core = ms_per_call(lambda i: ib.estimate(dep, batch=8, input_len=1024 + i, output_len=256), 200)
+    full = ms_per_call(lambda i: ib.estimate(dep, batch=8, input_len=2048 + i, output_len=256).to_dict(), 100)
+    print(f"estimate in-process     core {core:6.3f} ms  (target <= 0.5 ms: {verdict(core <= 0.5)}); "
+          f"with every printed extra (to_dict) {full:6.3f} ms")
+    try:
+        import logging
+        from llm_analysis.analysis import LLMAnalysis
+        from llm_analysis.config import (ParallelismConfig, get_dtype_config_by_name, get_gpu_config_by_name,
+                                         get_model_config_by_name)
+    except ImportError:
+        print("llm-analysis           not installed (pip install --no-deps llm-analysis fire six): no comparison")
+        return core
+    logging.getLogger().setLevel(logging.ERROR)
+    mc, gc = get_model_config_by_name("NousResearch_Llama-2-7b-hf"), get_gpu_config_by_name("h100-sxm-80gb")
+    dc = get_dtype_config_by_name("w16a16e16")
+    la = ms_per_call(lambda i: LLMAnalysis(mc, gc, dc, ParallelismConfig(tp_size=1)).inference(
+        batch_size_per_gpu=8, seq_len=1024 + i, num_tokens_to_generate=256), 200)
+    print(f"llm-analysis in-process      {la:6.3f} ms  (same workload; prefill/decode latency and memory only)")
+    return core
+
+
+def cli() -> float:
+    est = cold([str(BIN / "inferbound"), "estimate"])
+    print(f"inferbound estimate     cold {est:6.3f} s   (target <= 0.35 s: {verdict(est <= 0.35)})")
+    try:
+        import llm_analysis  # noqa: F401
+        la = cold([sys.executable, "-m", "llm_analysis.analysis", "infer", "--model_name",
+                   "NousResearch_Llama-2-7b-hf", "--gpu_name", "h100-sxm-80gb", "--batch_size_per_gpu", "8",
+                   "--seq_len", "1024", "--num_tokens_to_generate", "256", "--log_level", "ERROR"])
+        print(f"llm-analysis infer      cold {la:6.3f} s")
+    except (ImportError, subprocess.CalledProcessError):
+        pass
+    search = cold([str(BIN / "inferbound"), "search", "meta-llama/Llama-3.1-70B"], runs=3)
+    ratio = search / est
+    print(f"inferbound search 70B   cold {search:6.3f} s   = {ratio:.2f}x the cold estimate "
+          f"(target <= 1.5x: {verdict(ratio <= 1.5)})")
+    return ratio
+
+
+def simulator(n: int, target_s: float, target_gb: float | None) -> None:
+    code = ("import time,resource;from inferbound.deployment import make_deployment;from inferbound.sim import simulate;"
+            "d=make_deployment(model='meta-llama/Llama-3.1-70B',gpu='h100_sxm',tp=4);t=time.perf_counter();"
+            f"r=simulate(d,rate=8,requests={n},input_len=1024,output_len=256,seed=0);w=time.perf_counter()-t;"
+            "print(w,r['steps'],resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    wall, steps, rss_kb = float(out[0]), int(out[1]), int(out[2])
+    mem = rss_kb * 1024 / 1e9
+    line = (f"simulate {n:>9,} requests {wall:7.2f} s  ({steps:,} steps, {steps / wall:,.0f} steps/s; "
+            f"target <= {target_s:g} s: {verdict(wall <= target_s)})  peak {mem:.2f} GB")
+    if target_gb is not None:
+        line += f" (target <= {target_gb:g} GB: {verdict(mem <= target_gb)})"
+    print(line)
+
+
+def yaml_loaders() -> None:
+    import yaml
+    text = (resources.files("inferbound") / "data" / "hardware.yaml").read_text("utf-8")
+    py = ms_per_call(lambda i: yaml.load(text, Loader=yaml.SafeLoader), 5)
+    c = ms_per_call(lambda i: yaml.load(text, Loader=yaml.CSafeLoader), 5) if hasattr(yaml, "CSafeLoader") else None
+    print(f"hardware.yaml parse     Python {py:6.1f} ms, C " + ("n/a" if c is None else f"{c:6.1f} ms "
+                                                               f"({py / c:.1f}x faster)"))
+
+
+def main() -> None:
+    million = "--million" in sys.argv[1:]
+    print(f"inferbound engine benchmark (peak RSS of this process so far: "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB)")
+    estimates()
+    cli()
+    simulator(10_000, 0.6, None)
+    if million:
+        simulator(1_000_000, 60.0, 2.0)
+    yaml_loaders()
+
+
+if __name__ == "__main__":
+    main()
