@@ -133,12 +133,12 @@ def test_memory_equals_python_api(client):
     got = post(client, "/api/memory", {"model": "qwen3-32b", "gpu": "l40s", "num_gpus": 2, "batch": 4,
                                        "input_len": 4000, "output_len": 1000})
     d = ib.make_deployment(model="qwen3-32b", gpu="l40s", num_gpus=2)
-    rep = memory_report(d.model, d.gpu, d.dtypes, d.par, 4, 5000, step_tokens=4 * 4000)
+    rep = memory_report(d, 4, 5000, step_tokens=4 * 4000)
     assert got["weights"] == pytest.approx(float(rep.weights))
     assert got["kv_cache"] == pytest.approx(float(rep.kv_cache))
     assert got["fits"] == bool(rep.fits)
-    assert got["max_batch_at_context"] == int(max_batch(d.model, d.gpu, d.dtypes, d.par, 5000))
-    assert got["max_context_at_batch"] == max_context(d.model, d.gpu, d.dtypes, d.par, 4)
+    assert got["max_batch_at_context"] == int(max_batch(d, 5000))
+    assert got["max_context_at_batch"] == max_context(d, 4)
 
 
 def test_pasted_config_gives_the_catalog_models_numbers(client):
@@ -153,7 +153,7 @@ def test_pasted_config_gives_the_catalog_models_numbers(client):
 def test_model_overrides_apply(client):
     got = post(client, "/api/memory", {"model": "llama-3.1-8b", "model_overrides": {"num_hidden_layers": 8}})
     d = ib.make_deployment(model="llama-3.1-8b", model_overrides={"num_hidden_layers": 8})
-    assert got["weights"] == pytest.approx(float(memory_report(d.model, d.gpu, d.dtypes, d.par, 8, 1280).weights))
+    assert got["weights"] == pytest.approx(float(memory_report(d, 8, 1280).weights))
 
 
 def test_error_bands_come_from_the_servers_calibration(client, tmp_path, monkeypatch):
@@ -288,7 +288,7 @@ def test_a_file_named_like_a_model_is_never_read(client, tmp_path, monkeypatch):
     assert ib.load_model("llama-3.1-8b").num_layers == 2  # the trap works on the Python API
     for name in ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"):
         got = post(client, "/api/memory", {"model": name})
-        want = memory_report(ib.load_model(CATALOG_8B), ib.get_gpu("h100_sxm"), ib.Dtypes(), ib.Parallelism(), 8, 1280)
+        want = memory_report(ib.make_deployment(model=CATALOG_8B), 8, 1280)
         assert got["weights"] == pytest.approx(float(want.weights))
 
 

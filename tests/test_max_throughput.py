@@ -6,8 +6,11 @@ Expected values are written out by hand from Llama-3.1-8B's config.json and the 
   heads of 128, MLP 14336 (gated), vocab 128256, untied LM head;
 - h100_sxm (data/hardware.yaml): 80 GB HBM (80e9 B), 989 / 1979 TFLOP/s dense bf16 / fp8, TDP 700 W,
   2.5 $/GPU-hour;
-- data/runtime.yaml: runtime_reserve_bytes 1e9, kv_free_fraction 0.9, default_token_budget 8192,
-  kv_block_size 16, kv_reservation max.
+- data/runtime.yaml: runtime_reserve_bytes 1e9;
+- the engine, named explicitly: TensorRT-LLM 0.17 (engines.yaml): KV = 0.9 of the memory free after
+  weights, activations and the reserve (kv_cache_free_gpu_memory_fraction), reservation max
+  (GUARANTEED_NO_EVICT), max_batch_size 2048; the token budget (8192) and block (16) are set here, which
+  also turns off trtllm-bench's own limits (workloads.max_throughput.bench_limits).
 The step time t(D) is taken from ``StepModel.uniform`` (the step-time primitive); what is checked here is
 the composition around it: the steady-state token counts, the feasible set and the argmax.
 """
@@ -22,7 +25,7 @@ from typer.testing import CliRunner
 
 from inferbound.cli import app
 from inferbound.deployment import make_deployment
-from inferbound.memory import kv_capacity_bytes
+from inferbound.runtime import kv_capacity_bytes
 from inferbound.stepmodel import StepModel
 from inferbound.workloads import max_throughput
 from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
@@ -46,22 +49,31 @@ WEIGHTS = {"bf16": WEIGHTS_BF16, "fp8": WEIGHTS_FP8}
 
 HBM = 80e9            # h100_sxm hbm_gb 80
 RESERVE = 1.0e9       # runtime.yaml runtime_reserve_bytes
-KV_FRACTION = 0.9     # runtime.yaml kv_free_fraction
-BUDGET = 8192         # runtime.yaml default_token_budget
-BLOCK = 16            # runtime.yaml kv_block_size
+KV_FRACTION = 0.9     # engines.yaml trtllm@0.17 kv_cache_free_gpu_memory_fraction
+BUDGET = 8192         # set below (engine_options token_budget)
+BLOCK = 16            # set below (engine_options block_size)
+SEQS = 2048           # engines.yaml trtllm@0.17 max_batch_size: the logits rows of the profiled step
 PRICE = 2.5           # hardware.yaml h100_sxm price_usd_per_gpu_hr_approx
+ENGINE = "trtllm@0.17"
+OPTIONS = {"token_budget": BUDGET, "block_size": BLOCK}
 
 
 def capacity_by_hand(dtype: str, budget: int = BUDGET) -> float:
-    return KV_FRACTION * (HBM - WEIGHTS[dtype] - budget * ACT_WIDTH * ACT_BYTES[dtype] - RESERVE)
+    # activations of the profiled step: T tokens of width ACT_WIDTH, plus fp32 logits of min(SEQS, T) rows
+    act = budget * ACT_WIDTH * ACT_BYTES[dtype] + min(SEQS, budget) * V * 4
+    return KV_FRACTION * (HBM - WEIGHTS[dtype] - act - RESERVE)
+
+
+def dep8b(dtype: str = "bf16", **options):
+    kw = {"weight_dtype": "fp8", "act_dtype": "fp8"} if dtype == "fp8" else {}
+    return make_deployment(model="llama-3.1-8b", gpu="h100_sxm", calibration="none", engine=ENGINE,
+                           engine_options={**OPTIONS, **options}, **kw)
 
 
 @pytest.fixture(scope="module")
 def deps():
     # module scope is set up before conftest's function-scoped INFERBOUND_CALIBRATION=none: say it here
-    return {"bf16": make_deployment(model="llama-3.1-8b", gpu="h100_sxm", calibration="none"),
-            "fp8": make_deployment(model="llama-3.1-8b", gpu="h100_sxm", weight_dtype="fp8", act_dtype="fp8",
-                                   calibration="none")}
+    return {"bf16": dep8b("bf16"), "fp8": dep8b("fp8")}
 
 
 def test_hand_constants():
@@ -74,17 +86,17 @@ def test_hand_constants():
 def test_kv_capacity_by_hand(deps, dtype):
     dep = deps[dtype]
     expected = capacity_by_hand(dtype)
-    # bf16: 0.9 * (80e9 - 16,060,522,496 - 8192*51200*2 - 1e9) = 55,890,555,033.6
-    assert kv_capacity_bytes(dep.model, dep.gpu, dep.dtypes, dep.par, BUDGET) == pytest.approx(expected, rel=1e-12)
+    # bf16: 0.9 * (80e9 - 16,060,522,496 - (8192*51200*2 + 2048*128256*4) - 1e9) = 54,944,949,196.8
+    assert kv_capacity_bytes(dep, dep.runtime) == pytest.approx(expected, rel=1e-12)
     r = max_throughput(dep, input_len=1000, output_len=201)
     assert r.kv_capacity_bytes_per_gpu == pytest.approx(expected, rel=1e-12)
     assert r.token_budget == BUDGET and r.kv_reservation == "max"
     if dtype == "bf16":
-        assert expected == pytest.approx(55_890_555_033.6, rel=1e-12)
+        assert expected == pytest.approx(54_944_949_196.8, rel=1e-12)
 
 
-def test_smaller_token_budget_leaves_more_kv_capacity(deps):
-    r = max_throughput(deps["bf16"], input_len=1000, output_len=201, token_budget=2048)
+def test_smaller_token_budget_leaves_more_kv_capacity():
+    r = max_throughput(dep8b(token_budget=2048), input_len=1000, output_len=201)
     assert r.kv_capacity_bytes_per_gpu == pytest.approx(capacity_by_hand("bf16", 2048), rel=1e-12)
     assert r.token_budget == 2048
 
@@ -111,9 +123,9 @@ def test_steady_state_and_kv_limit_by_hand(deps, dtype):
     assert r.prefill_tokens_per_step == pytest.approx(Dd * I / (O - 1), rel=1e-12)
     assert r.concurrency == pytest.approx(Dd * (1 + 1 / (O - 1)), rel=1e-12)
     assert r.concurrency <= c_kv                         # every sequence in flight holds its KV
-    # bf16: C_kv = 55,890,555,033.6 / (1216 * 131072) = 350.66 -> D_kv = floor(350.66 * 200/201) = 348
+    # bf16: C_kv = 54,944,949,196.8 / (1216 * 131072) = 344.73 -> D_kv = floor(344.73 * 200/201) = 343
     if dtype == "bf16":
-        assert d_kv == 348 and d_budget == 1365
+        assert d_kv == 343 and d_budget == 1365
     assert r.limited_by == "kv-cache" and Dd == d_kv     # 8B decode stays memory-bound: more is better
 
 
@@ -163,8 +175,8 @@ def test_derived_rates(deps):
 def test_data_parallel_replicas_multiply_throughput_not_per_gpu(deps):
     I, O = 1000, 201
     one = max_throughput(deps["bf16"], input_len=I, output_len=O)
-    two = max_throughput(make_deployment(model="llama-3.1-8b", gpu="h100_sxm", num_gpus=2, tp=1, dp=2),
-                         input_len=I, output_len=O)
+    two = max_throughput(make_deployment(model="llama-3.1-8b", gpu="h100_sxm", num_gpus=2, tp=1, dp=2,
+                                         engine=ENGINE, engine_options=OPTIONS), input_len=I, output_len=O)
     assert two.num_gpus == 2
     assert two.output_tok_s == pytest.approx(2 * one.output_tok_s, rel=1e-12)
     assert two.output_tok_s_per_gpu == pytest.approx(one.output_tok_s, rel=1e-12)
@@ -172,15 +184,14 @@ def test_data_parallel_replicas_multiply_throughput_not_per_gpu(deps):
     assert two.concurrency == pytest.approx(one.concurrency, rel=1e-12)   # per replica
 
 
-def test_average_reservation_allows_more_concurrency(deps):
+def test_current_reservation_allows_more_concurrency(deps):
     I, O = 1000, 201
-    dep = deps["bf16"]
-    r_max = max_throughput(dep, input_len=I, output_len=O, kv_reservation="max")
-    r_avg = max_throughput(dep, input_len=I, output_len=O, kv_reservation="average")
+    r_max = max_throughput(deps["bf16"], input_len=I, output_len=O)
+    r_avg = max_throughput(dep8b(reservation="current"), input_len=I, output_len=O)
     held_avg = math.ceil((I + O / 2) / BLOCK) * BLOCK    # 1100.5 -> 69 blocks = 1104 tokens
     assert held_avg == 1104
     c_avg, d_avg, _, _ = feasible_d_max("bf16", I, O, held_avg)
-    assert r_avg.kv_reservation == "average"
+    assert r_avg.kv_reservation == "current"
     assert r_avg.kv_limit_concurrency == pytest.approx(c_avg, rel=1e-12)
     assert r_avg.decode_batch == d_avg and r_avg.limited_by == "kv-cache"
     assert r_avg.concurrency > r_max.concurrency
@@ -189,8 +200,8 @@ def test_average_reservation_allows_more_concurrency(deps):
 
 def test_block_size_rounds_what_a_sequence_holds(deps):
     I, O = 1000, 201
-    r1 = max_throughput(deps["bf16"], input_len=I, output_len=O, block_size=1)     # 1201 tokens exactly
-    r64 = max_throughput(deps["bf16"], input_len=I, output_len=O, block_size=64)   # 19 blocks = 1216
+    r1 = max_throughput(dep8b(block_size=1), input_len=I, output_len=O)     # 1201 tokens exactly
+    r64 = max_throughput(dep8b(block_size=64), input_len=I, output_len=O)   # 19 blocks = 1216
     cap = capacity_by_hand("bf16")
     assert r1.kv_limit_concurrency == pytest.approx(cap / (1201 * 131072), rel=1e-12)
     assert r64.kv_limit_concurrency == pytest.approx(cap / (1216 * 131072), rel=1e-12)
@@ -214,9 +225,10 @@ def test_num_requests_caps_concurrency(deps):
     assert r.concurrency == pytest.approx(10 * (1 + 1 / 200), rel=1e-12)
 
 
-def test_max_num_seqs_caps_the_decode_batch(deps):
-    r = max_throughput(deps["bf16"], input_len=1000, output_len=201, max_num_seqs=64)
-    assert r.decode_batch == 64 and r.limited_by == "max_num_seqs"
+def test_max_num_seqs_caps_the_decode_batch():
+    # 64 running sequences hold D + D/(O - 1) of them: D = floor(64 / (1 + 1/200)) = 63
+    r = max_throughput(dep8b(max_num_seqs=64), input_len=1000, output_len=201)
+    assert r.decode_batch == 63 and r.limited_by == "max_num_seqs"
 
 
 def test_model_that_does_not_fit_names_the_kv_capacity():
@@ -225,25 +237,25 @@ def test_model_that_does_not_fit_names_the_kv_capacity():
 
 
 def test_sequence_longer_than_the_kv_cache_is_an_error(deps):
-    # one sequence of 500,016 tokens holds 500016 * 131072 B = 65.5 GB > 55.9 GB of KV capacity
-    with pytest.raises(ValueError, match=r"KV capacity 55\.89 GB"):
+    # one sequence of 500,016 tokens holds 500016 * 131072 B = 65.5 GB > 54.9 GB of KV capacity
+    with pytest.raises(ValueError, match=r"KV capacity 54\.94 GB"):
         max_throughput(deps["bf16"], input_len=500_000, output_len=2)
 
 
 @pytest.mark.parametrize("kw, word", [({"output_len": 1}, "output_len"), ({"input_len": 0}, "input_len"),
-                                      ({"kv_reservation": "greedy"}, "kv_reservation"),
-                                      ({"num_requests": 0}, "num_requests"), ({"block_size": -16}, "block_size"),
-                                      ({"token_budget": -1}, "token_budget")])
+                                      ({"num_requests": 0}, "num_requests")])
 def test_bad_arguments_are_named(deps, kw, word):
     args = {"input_len": 1000, "output_len": 201, **kw}
     with pytest.raises(ValueError, match=word):
         max_throughput(deps["bf16"], **args)
 
 
-@pytest.mark.parametrize("kw, word", [({"block_size": 0}, "block_size"), ({"token_budget": 0}, "token_budget")])
-def test_zero_block_size_or_token_budget_is_an_error(deps, kw, word):
+@pytest.mark.parametrize("kw, word", [({"block_size": 0}, "block_size"), ({"token_budget": 0}, "token_budget"),
+                                      ({"block_size": -16}, "block_size"), ({"token_budget": -1}, "token_budget"),
+                                      ({"reservation": "greedy"}, "kv_reservation")])
+def test_bad_engine_options_are_named(kw, word):
     with pytest.raises(ValueError, match=word):
-        max_throughput(deps["bf16"], input_len=1000, output_len=201, **kw)
+        dep8b(**kw)
 
 
 def test_energy_fields_of_the_operating_point(deps):
@@ -266,7 +278,7 @@ def test_cli_max_throughput_json(runner, deps):
                               "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
-    ref = max_throughput(deps["bf16"], input_len=1000, output_len=201)
+    ref = max_throughput(make_deployment(model="llama-3.1-8b", gpu="h100_sxm"), input_len=1000, output_len=201)
     assert d["concurrency"] == pytest.approx(d["decode_batch"] * (1 + 1 / 200), rel=1e-12)
     assert d["decode_batch"] == ref.decode_batch
     assert d["output_tok_s"] == pytest.approx(ref.output_tok_s, rel=1e-12)
@@ -330,13 +342,14 @@ def toy(tmp_path_factory):
     d = tmp_path_factory.mktemp("toy")
     (d / "gpu.yaml").write_text(TOY_GPU)
     (d / "config.json").write_text(json.dumps(TOY_CONFIG))
-    return make_deployment(model=str(d / "config.json"), gpu="toy_gpu", gpu_files=[d / "gpu.yaml"], calibration="none")
+    return make_deployment(model=str(d / "config.json"), gpu="toy_gpu", gpu_files=[d / "gpu.yaml"], calibration="none",
+                           engine=ENGINE, engine_options=OPTIONS)
 
 
 def test_toy_limits_by_hand(toy):
     I, O = 1000, 201
     r = max_throughput(toy, input_len=I, output_len=O)
-    cap = 0.9 * (100e9 - TOY_WEIGHTS - BUDGET * TOY_ACT_WIDTH * 2 - 1e9)
+    cap = 0.9 * (100e9 - TOY_WEIGHTS - (BUDGET * TOY_ACT_WIDTH * 2 + SEQS * 1000 * 4) - 1e9)
     assert r.kv_capacity_bytes_per_gpu == pytest.approx(cap, rel=1e-12)
     assert r.kv_limit_concurrency == pytest.approx(cap / (1216 * TOY_KV_PER_TOKEN), rel=1e-12)   # ~35,760
     # KV allows ~35,600 decoding sequences, the token budget floor(8192 / (1 + 1000/200)) = 1365

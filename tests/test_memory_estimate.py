@@ -55,47 +55,55 @@ def test_int4_weights_pay_for_their_scales(l70):
 
 
 def test_70b_bf16_does_not_fit_one_h100_but_fits_four(l70):
-    g = get_gpu("h100_sxm")         # 80 GB
-    one = memory_report(l70, g, Dtypes(), Parallelism(), 8, 1280)
+    one = memory_report(make_deployment(model=l70, gpu="h100_sxm"), 8, 1280)   # 80 GB
     assert not one.fits             # 141 GB of weights alone
-    assert one.weights > 80e9
-    four = memory_report(l70, g, Dtypes(), Parallelism(tp=4), 8, 1280)
+    assert one.weights > 80e9 and one.kv_capacity == 0
+    four = memory_report(make_deployment(model=l70, gpu="h100_sxm", tp=4), 8, 1280)
     assert four.fits
     assert four.weights == pytest.approx((2 * (L70_MATRICES + 2 * L70_EMB)) / 4 + 2 * L70_NORMS)
     # 8 sequences x 1280 tokens x 327,680 B/token, split over 4 of the 8 kv heads' GPUs
     assert four.kv_cache == pytest.approx(8 * 1280 * 327_680 / 4)
 
 
-def test_reserve_is_runtime_plus_unused_share():
-    # runtime.yaml: 1 GB runtime reserve + (1 - 0.9) of HBM left unused by the engine
-    g = get_gpu("h100_sxm")
-    rep = memory_report(load_model("llama-3.1-8b"), g, Dtypes(), Parallelism(), 1, 100)
-    assert rep.reserve == pytest.approx(1e9 + 0.1 * 80e9)
+def test_kv_allocation_follows_the_engine_rule():
+    """Llama-3.1-8B bf16 on one H100 (80e9 B): weights 16,060,522,496 B; a profiled step of T = 8192 tokens
+    has T x (4d + 2ff + (h + 2kv) hd) x 2 B = 8192 x 51,200 x 2 activations plus fp32 logits for the
+    running-sequence cap (min(cap, T) rows x 128,256 x 4 B); non-torch reserve 1e9 B (runtime.yaml)."""
+    w, act_t, rows_b = 16_060_522_496, 8192 * 51_200 * 2, 128_256 * 4
+    vllm = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", engine="vllm@0.33.0")
+    # vLLM: gpu_memory_utilization 0.92 of all memory, minus weights, activations (1024 seqs), reserve
+    assert memory_report(vllm, 1, 100).kv_capacity == pytest.approx(0.92 * 80e9 - w - (act_t + 1024 * rows_b) - 1e9)
+    trt = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", engine="trtllm@0.17")
+    # TensorRT-LLM: 0.9 of what is free after weights, activations (2048 seqs) and the reserve
+    assert memory_report(trt, 1, 100).kv_capacity == pytest.approx(0.9 * (80e9 - w - (act_t + 2048 * rows_b) - 1e9))
+    rep = memory_report(vllm, 1, 100)
+    assert rep.reserve == pytest.approx(1e9)
     assert rep.total == pytest.approx(rep.weights + rep.kv_cache + rep.activations + rep.reserve)
+    assert rep.unused == pytest.approx(80e9 - rep.weights - rep.kv_capacity - 1e9 - rep.activations)
 
 
 @pytest.mark.parametrize("context", [1280, 4096, 32_768])
 def test_max_batch_is_the_fit_boundary(l70, context):
-    g, dt, par = get_gpu("h100_sxm"), Dtypes(), Parallelism(tp=4)
-    b = int(max_batch(l70, g, dt, par, context))
+    dep = make_deployment(model=l70, gpu="h100_sxm", tp=4)
+    b = int(max_batch(dep, context))
     assert b >= 1
-    assert memory_report(l70, g, dt, par, b, context).fits
-    assert not memory_report(l70, g, dt, par, b + 1, context).fits
+    assert memory_report(dep, b, context).fits
+    assert not memory_report(dep, b + 1, context).fits
 
 
 def test_max_batch_zero_when_weights_do_not_fit(l70):
-    assert int(max_batch(l70, get_gpu("h100_sxm"), Dtypes(), Parallelism(), 1024)) == 0
+    assert int(max_batch(make_deployment(model=l70, gpu="h100_sxm"), 1024)) == 0
 
 
 @pytest.mark.parametrize("batch", [1, 16, 64])
 def test_max_context_is_the_fit_boundary(l70, batch):
-    g, dt, par = get_gpu("h100_sxm"), Dtypes(), Parallelism(tp=4)
-    c = max_context(l70, g, dt, par, batch)
+    dep = make_deployment(model=l70, gpu="h100_sxm", tp=4)
+    c = max_context(dep, batch)
     assert c >= 1
-    assert max_batch(l70, g, dt, par, c) >= batch
-    assert max_batch(l70, g, dt, par, c + 1) < batch
-    assert memory_report(l70, g, dt, par, batch, c).fits
-    assert not memory_report(l70, g, dt, par, batch, c + 1).fits
+    assert max_batch(dep, c) >= batch
+    assert max_batch(dep, c + 1) < batch
+    assert memory_report(dep, batch, c).fits
+    assert not memory_report(dep, batch, c + 1).fits
 
 
 # ------------------------------------------------------------------ estimate

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -58,11 +59,13 @@ def test_every_bundled_config_loads(hf_id):
     raw = raw_config(hf_id)
     m = load_model(hf_id)
     assert m.name == hf_id
+    raw = raw.get("text_config", raw)   # multimodal wrappers (Gemma 3): the language model's fields
     layers = raw.get("num_hidden_layers", raw.get("n_layer"))
     hidden = raw.get("hidden_size", raw.get("n_embd"))
     assert m.num_layers == layers
     assert m.hidden_size == hidden
-    assert m.vocab_size == raw["vocab_size"]
+    # Gemma 3's text config omits vocab_size: Gemma3TextConfig's default, its 262,208-token vocabulary
+    assert m.vocab_size == raw.get("vocab_size", 262208 if raw.get("model_type") == "gemma3_text" else None)
     assert m.num_heads == raw.get("num_attention_heads", raw.get("n_head"))
     p = count_params(m)
     assert 0 < p.active <= p.total
@@ -193,8 +196,9 @@ def test_qwen3_32b_explicit_head_dim():
     m = load_model("qwen3-32b")
     assert m.head_dim == 128 and m.num_heads == 64
     assert m.num_heads * m.head_dim == 8192 != m.hidden_size == 5120
-    # q: 5120 -> 64*128, k and v: 5120 -> 8*128 each, o: 64*128 -> 5120; no biases
-    assert attention_params(m) == 5120 * 8192 + 2 * 5120 * 1024 + 8192 * 5120
+    # q: 5120 -> 64*128, k and v: 5120 -> 8*128 each, o: 64*128 -> 5120; no biases;
+    # q_norm and k_norm: one RMSNorm weight over head_dim (128) each (Qwen3Attention)
+    assert attention_params(m) == 5120 * 8192 + 2 * 5120 * 1024 + 8192 * 5120 + 2 * 128
 
 
 def test_gemma2_head_dim_256_and_alternating_window():
@@ -211,7 +215,8 @@ def test_gemma2_head_dim_256_and_alternating_window():
 def test_gqa(hf_id, heads, kv):
     m = load_model(hf_id)
     assert (m.num_heads, m.num_kv_heads) == (heads, kv)
-    assert m.attention_type == f"GQA-{heads // kv}"
+    # GQA-n names the number of KV heads (the usual convention), not the group size heads // kv
+    assert m.attention_type == f"GQA-{kv}"
 
 
 def test_falcon_uses_num_kv_heads_only_with_new_decoder_architecture():
@@ -307,7 +312,7 @@ def test_llama4_scout_shared_expert_and_chunked_attention():
     assert kinds.count("chunked") == 36 and len(kinds) == 48
     assert [i for i, k in enumerate(kinds) if k == "full"] == list(range(3, 48, 4))   # NoPE layers 3, 7, ...
     assert {g.window for g in m.layers if g.attention == "chunked"} == {8192}
-    assert m.attention_type == "GQA-5 (36/48 local)"
+    assert m.attention_type == "GQA-8 (36/48 local)"   # 8 KV heads (40 query heads in groups of 5)
 
 
 def test_llama4_interleave_step_two_alternates_dense_and_moe():
@@ -439,3 +444,103 @@ def test_gptj_counts_its_lm_head_bias():
     # + ln_1 2·4096; embedding 50400·4096; ln_f 2·4096; LM head with bias
     layer = 4 * 4096**2 + 2 * 4096 * 16384 + 16384 + 4096 + 2 * 4096
     assert p.total == 28 * layer + 50400 * 4096 + 2 * 4096 + 4096 * 50400 + 50400
+
+
+# ------------------------------------------------------------------ popular current models (issue 12 item 5)
+def card_interval(figure: str, unit: float = 1e9) -> tuple[float, float]:
+    """The published figure +/- 0.5 %, or its rounding interval (half a unit of the last printed
+    digit) where that is wider: "24" -> [23.5, 24.5]; "400" -> [398, 402]."""
+    value = Decimal(figure)
+    half = Decimal(5) * Decimal(10) ** (value.as_tuple().exponent - 1)
+    lo, hi = min(value * Decimal("0.995"), value - half), max(value * Decimal("1.005"), value + half)
+    return float(lo) * unit, float(hi) * unit
+
+
+def test_card_interval_helper():
+    assert card_interval("24") == (23.5e9, 24.5e9)                       # rounding interval is wider
+    assert card_interval("400") == pytest.approx((398e9, 402e9))         # 0.5 % is wider
+    assert card_interval("1", unit=1e12) == (0.5e12, 1.5e12)
+
+
+# Each card's convention, stated: "total" = ParamCount.total; "non-embedding" leaves out the token
+# embedding and the (untied) output matrix; "+mtp" adds the multi-token-prediction layer; active
+# "no input embedding" = ParamCount.active, "with embedding" adds the token table back.
+def non_embedding(p) -> float:
+    return p.total - p.embedding - p.lm_head
+
+
+NEW_MODELS = [
+    # hf id, card total, how the total is counted, card active, how active is counted
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "400", "total", "17", "with embedding"),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "80", "total", "3", "non-embedding"),
+    ("deepseek-ai/DeepSeek-V3.1", "671", "total", "37", "no input embedding"),
+    ("moonshotai/Kimi-K2-Instruct", "1000", "total", "32", "no input embedding"),
+    ("zai-org/GLM-4.5", "355", "non-embedding+mtp", "32", "non-embedding"),
+    ("google/gemma-3-27b-it", "27", "total", None, None),
+    ("mistralai/Mistral-Small-24B-Instruct-2501", "24", "total", None, None),
+]
+
+
+@pytest.mark.parametrize("hf_id, total, total_way, active, active_way", NEW_MODELS)
+def test_published_total_new_models(hf_id, total, total_way, active, active_way):
+    p = count_params(load_model(hf_id))
+    count = {"total": p.total, "non-embedding+mtp": non_embedding(p) + p.mtp}[total_way]
+    lo, hi = card_interval(total) if hf_id != "moonshotai/Kimi-K2-Instruct" else card_interval("1", unit=1e12)
+    assert lo <= count <= hi, f"{count / 1e9:.2f}B vs card {total}B"
+    if active is not None:
+        a = {"with embedding": p.active + p.embedding, "no input embedding": p.active,
+             "non-embedding": p.active - p.lm_head}[active_way]
+        lo, hi = card_interval(active)
+        assert lo <= a <= hi, f"active {a / 1e9:.2f}B vs card {active}B"
+
+
+def test_qwen3_next_card_non_embedding_total():
+    # the card also prints "Number of Parameters (Non-Embedding): 79B"
+    lo, hi = card_interval("79")
+    assert lo <= non_embedding(count_params(load_model("Qwen/Qwen3-Next-80B-A3B-Instruct"))) <= hi
+
+
+def test_qwen3_next_layout_and_deltanet_params_by_hand():
+    m = load_model("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    mixers = [g.mixer for g in m.layers for _ in range(g.count)]
+    # 12 x (3 x Gated DeltaNet -> 1 x gated attention): full_attention_interval 4
+    assert mixers == (["gated_deltanet"] * 3 + ["attention"]) * 12
+    assert m.attention_gate and m.qk_norm == "head" and m.attention_type == "GQA-2 + 36 gated_deltanet"
+    from inferbound.model.ssm import ssm_params
+    d, kd, vd = 2048, 16 * 128, 32 * 128       # 16 key heads x 128, 32 value heads x 128
+    by_hand = (d * (2 * kd + 2 * vd)           # in_proj_qkvz
+               + d * 2 * 32                    # in_proj_ba (beta and alpha per value head)
+               + (2 * kd + vd) * 4             # depthwise conv, kernel 4, no bias
+               + 2 * 32                        # dt_bias, A_log
+               + 128                           # gated RMSNorm over the value head width
+               + vd * d)                       # out_proj
+    assert ssm_params(m.ssm, d) == by_hand == 33_718_464
+    # gated attention: q_proj emits query and gate (2 x 16 x 256), k/v 2 x 256 each, o 16 x 256 -> d,
+    # q_norm and k_norm over head_dim 256
+    assert attention_params(m) == d * 2 * 16 * 256 + 2 * d * 2 * 256 + 16 * 256 * d + 2 * 256
+
+
+def test_hybrid_layer_patterns():
+    jamba = load_model(json.loads((Path(__file__).parent / "data/configs/jamba-v0.1.json").read_text()))
+    mixers = [(g.mixer, g.moe) for g in jamba.layers for _ in range(g.count)]
+    # attention at i % 8 == 4, MoE at i % 2 == 1 (attn_layer_period/offset, expert_layer_period/offset)
+    assert [i for i, (x, _) in enumerate(mixers) if x == "attention"] == [4, 12, 20, 28]
+    assert [i for i, (_, e) in enumerate(mixers) if e] == list(range(1, 32, 2))
+    nemo = load_model(json.loads((Path(__file__).parent / "data/configs/nemotron-h-8b.json").read_text()))
+    kinds = "".join({"mamba2": "M", "attention": "*", "none": "-"}[g.mixer] * g.count for g in nemo.layers)
+    assert kinds == "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+    assert all(g.mlp == (g.mixer == "none") for g in nemo.layers)   # a block is a mixer or an MLP
+
+
+def test_gemma3_sliding_window_pattern_without_layer_types():
+    m = load_model("google/gemma-3-27b-it")
+    kinds = [g.attention for g in m.layers for _ in range(g.count)]
+    # Gemma3TextConfig: layer i slides unless (i + 1) % 6 == 0 -> 5 local : 1 global
+    assert [i for i, k in enumerate(kinds) if k == "full"] == list(range(5, 62, 6))
+    assert kinds.count("window") == 52 and {g.window for g in m.layers if g.attention == "window"} == {1024}
+
+
+def test_gqa_label_counts_kv_heads_not_group_size():
+    m = load_model("llama-4-scout-17b-16e-instruct")       # 40 query heads over 8 KV heads: groups of 5
+    assert m.attention_type.startswith("GQA-8") and m.num_heads // m.num_kv_heads == 5
+    assert "KV heads" in type(m).attention_type.__doc__

@@ -358,7 +358,7 @@ def test_attention_dp_each_group_sees_its_share_of_the_batch():
 
 def _row(num_gpus, metric="output_tok_s"):
     return Row(case="t", source="test", model="meta-llama/Llama-3.1-8B", gpu="h100_sxm", num_gpus=num_gpus,
-               tp=2, pp=1, ep=None, weight_dtype=None, act_dtype=None, kv_dtype=None, framework="x",
+               tp=2, pp=1, ep=None, weight_dtype=None, act_dtype=None, kv_dtype=None, framework="TensorRT-LLM",
                scenario="static_batch", batch_size=8, request_rate=None, num_requests=None, input_len=512,
                output_len=128, metric=metric, value=1.0)
 

@@ -27,7 +27,10 @@ from inferbound.topology import network_link
 from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
 
 M8 = "meta-llama/Llama-3.1-8B"
-SMALL = dict(gpus=["h100_sxm", "l40s"], max_gpus=2, dtypes=["bf16", "fp8"], all_layouts=True)
+# the default engine (vLLM 0.33.0) with the token budget set, so the offline budget of max_throughput and
+# the online one of search are the same (vLLM's LLM class defaults to 16384 on big GPUs, the server 8192)
+OPTIONS = {"token_budget": 8192}
+SMALL = dict(gpus=["h100_sxm", "l40s"], max_gpus=2, dtypes=["bf16", "fp8"], all_layouts=True, engine_options=OPTIONS)
 
 
 def small_deployments():
@@ -37,7 +40,7 @@ def small_deployments():
         for tp, pp in ((1, 1), (2, 1), (1, 2)):
             for w, a, kv in (("bf16", "bf16", "bf16"), ("fp8", "fp8", "fp8")):
                 out.append(((gpu, tp, pp, w), make_deployment(model=M8, gpu=gpu, tp=tp, pp=pp, weight_dtype=w,
-                                                              act_dtype=a, kv_dtype=kv)))
+                                                              act_dtype=a, kv_dtype=kv, engine_options=OPTIONS)))
     return out
 
 
@@ -64,7 +67,9 @@ def test_best_equals_brute_force_over_max_throughput():
     ranked = sorted(brute, key=lambda k: -brute[k].output_tok_s_per_gpu)[:len(res.table)]
     assert [key(r) for r in res.table] == ranked
     # configurations evaluated = sum over layouts of the concurrency range 1..D_max (max_throughput's caps)
-    d_max = {k: min(int(mt.kv_limit_concurrency / (1 + 1 / (o - 1))), int(mt.token_budget // (1 + i / (o - 1))))
+    # ... and the engine's running-sequence cap: D (1 + 1/(O-1)) <= max_num_seqs (vLLM: 1024 on H100, 256 on L40S)
+    d_max = {k: min(int(mt.kv_limit_concurrency / (1 + 1 / (o - 1))), int(mt.token_budget // (1 + i / (o - 1))),
+                    int(mt.max_num_seqs / (1 + 1 / (o - 1))))
              for k, mt in brute.items()}
     assert res.evaluated == sum(d_max.values())
 
@@ -75,7 +80,9 @@ def test_slo_best_equals_brute_force_over_single_configurations(tpot_ms, ttft_ms
     ctx, per_prompt = i + (o - 2) / 2, i / (o - 1)
     best = (-1.0, None, None)
     for k, dep in small_deployments():
-        mt = max_throughput(dep, input_len=i, output_len=o, token_budget=budget)
+        dep = make_deployment(model=dep.model, gpu=dep.gpu.id, tp=dep.par.tp, pp=dep.par.pp, weight_dtype=dep.dtypes.weight,
+                              act_dtype=dep.dtypes.act, kv_dtype=dep.dtypes.kv, engine_options={"token_budget": budget})
+        mt = max_throughput(dep, input_len=i, output_len=o)
         d_max = min(int(mt.kv_limit_concurrency / (1 + 1 / (o - 1))), int(budget // (1 + per_prompt)))
         sm = StepModel(dep, budget + 1, grid_points=MAX_THROUGHPUT_GRID)
         for d in range(1, d_max + 1):
@@ -85,8 +92,8 @@ def test_slo_best_equals_brute_force_over_single_configurations(tpot_ms, ttft_ms
             value = d / t / dep.num_gpus
             if t * 1e3 <= tpot_ms and ttft * 1e3 <= ttft_ms and value > best[0]:
                 best = (float(value), k, d)
-    res = search(M8, input_len=i, output_len=o, token_budget=budget, slo_tpot_ms=tpot_ms, slo_ttft_ms=ttft_ms,
-                 **SMALL)
+    res = search(M8, input_len=i, output_len=o, slo_tpot_ms=tpot_ms, slo_ttft_ms=ttft_ms,
+                 **(SMALL | {"engine_options": {"token_budget": budget}}))
     top = res.table[0]
     assert (key(top), top.concurrency) == (best[1], best[2])
     assert top.metrics["tok_s_per_gpu"] == pytest.approx(best[0], rel=1e-9)
@@ -297,7 +304,7 @@ def known_row(**over) -> Row:
                 unit_gpus=8, tp=4, pp=2, ep=4, dp=1, attention_dp=False, nodes=1, dtype="fp8", weight_dtype="fp8",
                 act_dtype="fp8", kv_dtype="fp8", concurrency=296, max_num_seqs=300, token_budget=8192,
                 prefill_replicas=0, decode_replicas=1, replicas=1, objective="tok_s_per_gpu", objective_value=1.0,
-                limit="kv-cache", gpu_memory_utilization=0.9, mem_fraction_static=0.85, kv_cache_free_fraction=0.9)
+                limit="kv-cache", memory_fraction=0.9, mem_fraction_static=0.85)
     return Row(**(base | over))
 
 
@@ -382,7 +389,7 @@ def test_cli_table_output():
 @pytest.mark.parametrize("args, text", [
     (["--gpus", "h100_sxm,nope"], "gpu='nope' is not in the catalog"),
     (["--objective", "fast"], "objective='fast' unknown"),
-    (["--emit", "tgi"], "--emit='tgi' unknown"),
+    (["--emit", "tgi"], "emit='tgi' unknown"),
     (["--pareto", "tok_s_per_gpu"], "--pareto='tok_s_per_gpu' must name two figures"),
     (["--plot", "out.jpg"], "--plot='out.jpg' must end in .png"),
     (["--slo-tpot-ms", "0.1"], "no configuration meets tpot_ms<=0.1: closest is"),

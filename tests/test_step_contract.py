@@ -118,10 +118,11 @@ def test_stream_and_isolated_formulas_by_hand():
 
 def test_search_evaluator_equals_max_throughput():
     from inferbound.search.evaluate import Workload, evaluate_layout
-    dep = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, calibration="none")
+    dep = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, calibration="none",
+                          engine_options={"token_budget": 8192})
     mt = max_throughput(dep, input_len=1024, output_len=256, num_requests=10**9)
-    w = Workload(input_len=1024, output_len=256, token_budget=8192, kv_reservation="max", block_size=16)
-    pts = evaluate_layout(dep, w)
+    assert dep.offline_runtime() == dep.runtime      # vLLM 0.33 on H100: the same budget online and offline
+    pts = evaluate_layout(dep, Workload(input_len=1024, output_len=256))
     i = int(np.argmax(pts.tok_s))
     assert pts.tok_s[i] == pytest.approx(mt.output_tok_s, rel=1e-9)
     assert pts.step_s[i] == pytest.approx(mt.step_time_s, rel=1e-9)
@@ -132,7 +133,8 @@ def test_attention_dp_kv_cap_counts_every_group():
     cap is 8x one GPU's, not one GPU's."""
     dep = make_deployment(model="deepseek-ai/DeepSeek-V3", gpu="h200_sxm", tp=1, dp=8, ep=8, attention_dp=True,
                           weight_dtype="fp8", act_dtype="fp8", calibration="none")
-    seqs, capacity, kv_seq = steady_state.kv_sequences(dep, 1024, 1024, 8192, "max", 16)
+    rt = dep.runtime
+    seqs, capacity, kv_seq = steady_state.kv_sequences(dep, 1024, 1024, rt)
     assert seqs == pytest.approx(8 * capacity / kv_seq, rel=1e-12)
-    caps, _, _ = steady_state.caps(dep, 1024, 1024, 8192, "max", 16)
+    caps, _, _ = steady_state.caps(dep, 1024, 1024, rt)
     assert caps["kv-cache"] == int(8 * capacity / kv_seq / (1 + 1 / 1023))

@@ -35,7 +35,8 @@ from inferbound.calibration.fit import Param, fit
 from inferbound.cli import app
 from inferbound.hardware import get_gpu
 from inferbound.validation import predict_rows, read_csv
-from inferbound.validation.predict import deployment_for, framework_profile
+from inferbound.runtime import profile_for_framework
+from inferbound.validation.predict import deployment_for
 from cli_helpers import assert_one_line_error  # noqa: E402
 
 COLUMNS = ["case", "source", "model", "gpu", "num_gpus", "tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype",
@@ -420,7 +421,8 @@ FULL_MINUS_WINDOW_MS = (20_001 - 4_096) * 131_072 / (3.35e12 * 0.5) * 1e3
 def test_tensorrt_llm_mistral_uses_full_attention(tmp_path):
     rows, _ = read_csv(write_csv(tmp_path / "m.csv", [dict(MISTRAL_ROW, case="trt", framework="TensorRT-LLM v0.17"),
                                                        dict(MISTRAL_ROW, case="vllm", framework="vLLM")]))
-    assert framework_profile("TensorRT-LLM v0.17") == {"sliding_window": False} and framework_profile("vLLM") == {}
+    assert profile_for_framework("TensorRT-LLM v0.17").sliding_window.value is False
+    assert profile_for_framework("vLLM").sliding_window is None      # honoured: the profile says nothing against
     trt_dep, vllm_dep = (deployment_for(r, calibration="none") for r in rows)
     assert {g.attention for g in trt_dep.model.layers} == {"full"}
     assert {(g.attention, g.window) for g in vllm_dep.model.layers} == {("window", 4096)}

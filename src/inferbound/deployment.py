@@ -1,4 +1,9 @@
-"""A deployment: model, GPU type, parallel layout and dtypes, validated together at the edge."""
+"""A deployment: model, GPU type, parallel layout, dtypes and serving engine, validated together at the edge.
+
+The engine (runtime.py: a cited profile of data/engines.yaml plus the user's overrides) decides how the
+KV cache is sized, the block size, the token budget, running-sequence caps, reservation and
+preemption, and whether the model's sliding windows are honoured.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,6 +37,22 @@ class Deployment:
     dtypes: Dtypes
     compute_dtype: str
     calibration: object = None  # the Calibration applied (None: catalog priors); gives error bands
+    engine: str | None = None  # engine profile (name@version); None: the default engine
+    engine_options: tuple = ()  # (option, value) overrides of the engine's defaults (runtime.resolve)
+
+    @cached_property
+    def runtime(self):
+        """The serving engine's settings for this deployment (runtime.Runtime), resolved once."""
+        from .runtime import resolve
+        return resolve(self, self.engine, **dict(self.engine_options))
+
+    def offline_runtime(self):
+        """The engine's settings when it runs an offline benchmark (its offline token budget, and for
+        TensorRT-LLM the limits trtllm-bench derives), overrides kept."""
+        if "_offline_runtime" not in self.__dict__:
+            from .runtime import resolve
+            self.__dict__["_offline_runtime"] = resolve(self, self.engine, offline=True, **dict(self.engine_options))
+        return self.__dict__["_offline_runtime"]
 
     @property
     def num_gpus(self) -> int:
@@ -55,17 +76,25 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
                     weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
                     emulate: bool = False, model_overrides: dict | None = None,
                     gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None,
-                    calibration=None, sliding_window: bool = True, **parallel_options) -> Deployment:
+                    calibration=None, sliding_window: bool | None = None, engine: str | None = None,
+                    engine_options: dict | None = None, **parallel_options) -> Deployment:
     """Build and validate a deployment; errors name the field, the value and what is allowed.
 
     ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp.
     ``parallel_options``: further :class:`Parallelism` fields (sequence_parallel, pp_split,
     microbatches, collective_algo, comm_overlap). ``calibration``: a Calibration, a file, 'none' or
     None (= the default: $INFERBOUND_CALIBRATION or the packaged fit); it adjusts the GPU's efficiency
-    factors before ``gpu_overrides`` (which win). ``sliding_window=False`` models an engine that
-    ignores the model's sliding windows (full attention and cache on those layers).
+    factors before ``gpu_overrides`` (which win). ``engine``: a profile of data/engines.yaml (``vllm``,
+    ``vllm@0.6.3``, ``sglang``, ``trtllm@0.17``; None: the default), ``engine_options`` its overrides
+    (block_size, token_budget, max_num_seqs, memory_fraction, reservation, preemption, ...).
+    ``sliding_window``: None follows the engine (TensorRT-LLM before 2026-03 ignored Mistral's window),
+    False models full attention and cache on window layers, True honours them.
     """
+    from .runtime import profile_of  # engine profiles: cited data
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
+    profile = profile_of(engine)
+    if sliding_window is None:
+        sliding_window = profile.sliding_window is None or bool(profile.sliding_window.value)
     if not sliding_window:
         m = m.without_sliding_windows()
     cal = resolve_calibration(calibration)
@@ -89,4 +118,7 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     from .layout import check_layout  # parallelism rules live with the parallelism model
     check_layout(m, g, par)
     dt = validated(Dtypes, weight=weight_dtype, act=act_dtype, kv=kv_dtype, emulate=emulate)
-    return Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal)
+    options = tuple(sorted((k, v) for k, v in (engine_options or {}).items() if v is not None))
+    dep = Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal, profile.key, options)
+    dep.runtime  # noqa: B018  (validate the engine options now: one-line errors at the edge)
+    return dep

@@ -80,8 +80,7 @@ class Estimate:
     @cached_property
     def max_batch_at_context(self) -> int:
         """Largest batch that fits at input + output tokens each."""
-        dep = self.deployment
-        return int(max_batch(dep.model, dep.gpu, dep.dtypes, dep.par, self.input_len + self.output_len))
+        return int(max_batch(self.deployment, self.input_len + self.output_len))
 
     @property
     def output_tok_s(self) -> float:
@@ -198,9 +197,10 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
     ttft = float(pre.time)
     tpot = float(np.mean(dec.time))
     e2e = ttft + (output_len - 1) * tpot
-    mem = memory_report(m, g, dt, par, batch, input_len + output_len, step_tokens=batch * input_len)
+    mem = memory_report(dep, batch, input_len + output_len, step_tokens=batch * input_len)
     if not mem.fits:
-        warnings.append(f"does not fit: needs {mem.total / 1e9:.1f} GB per GPU of {g.hbm_bytes / 1e9:.0f} GB")
+        warnings.append(f"does not fit: KV {mem.kv_cache / 1e9:.1f} GB per GPU of the {mem.kv_capacity / 1e9:.1f} GB "
+                        f"{dep.runtime.label} allocates (weights {mem.weights / 1e9:.1f} GB of {g.hbm_bytes / 1e9:.0f} GB)")
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
     n_dec = output_len - 1

@@ -7,8 +7,13 @@
   replicate past that) and 1 for MLA (the latent is replicated on every rank).
 - activations: the largest live set of one forward step of T tokens, T·(4·d + 2·ff/t + qkv/t)·bytes
   (residual, normed input, MLP intermediate, projections), plus fp32 logits of the sequences sampled.
-- reserve: CUDA context and workspaces (data/runtime.yaml), and HBM the engine leaves unused
-  (1 − memory_utilization).
+- reserve: CUDA context and workspaces (data/runtime.yaml), and the memory the serving engine leaves
+  unused: HBM − weights − activations − that reserve − the KV cache the engine allocates
+  (runtime.kv_capacity_bytes: each engine's own rule, e.g. vLLM's gpu_memory_utilization).
+
+A batch fits when its KV cache fits the engine's KV allocation (and the weights leave room for it).
+Functions over a deployment take it whole; the arithmetic of the model under a layout
+(weights, KV, activations per GPU) takes (model, dtypes, parallelism).
 """
 from __future__ import annotations
 
@@ -16,17 +21,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .datafiles import data_yaml
 from .config import Dtypes, Parallelism
 from .dtypes import bytes_per_element, weight_bytes_per_element
-from .hardware import GPU
 from .model.kv import kv_bytes_for_context
 from .model.params import attention_params, count_params, mlp_params, norm_params
 from .model.spec import ModelSpec
-
-
-def runtime_defaults() -> dict:
-    return data_yaml("runtime.yaml")
 
 
 def kv_shard(m: ModelSpec, par: Parallelism) -> int:
@@ -99,20 +98,18 @@ def activation_bytes(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sequenc
     return np.asarray(tokens, dtype=float) * width * ab + np.asarray(sequences, dtype=float) * m.vocab_size / par.tp * 4
 
 
-def reserve_bytes(gpu: GPU) -> float:
-    r = runtime_defaults()["memory"]
-    return r["runtime_reserve_bytes"] + (1 - r["memory_utilization"]) * gpu.hbm_bytes
-
-
 @dataclass
 class MemoryReport:
-    """Bytes per GPU; ``fits`` when the sum is within HBM."""
+    """Bytes per GPU. ``fits`` when the KV cache fits what the engine allocates for it and weights, KV,
+    activations and the runtime reserve fit the GPU; ``unused`` is what the engine leaves free."""
 
     weights: object
     kv_cache: object
     activations: object
     reserve: float
     capacity: float
+    kv_capacity: float = 0.0  # KV bytes the engine allocates on this GPU
+    unused: float = 0.0
 
     @property
     def total(self):
@@ -120,11 +117,11 @@ class MemoryReport:
 
     @property
     def fits(self):
-        return self.total <= self.capacity
+        return (self.kv_cache <= self.kv_capacity) & (self.total <= self.capacity)
 
     @property
     def free(self):
-        return self.capacity - self.total
+        return self.kv_capacity - self.kv_cache
 
     def to_dict(self) -> dict:
         d = {k: float(v) if np.ndim(v) == 0 else np.asarray(v).tolist() for k, v in asdict(self).items()}
@@ -132,50 +129,46 @@ class MemoryReport:
         return d
 
 
-def memory_report(m, gpu, dt, par, batch, context, step_tokens=None) -> MemoryReport:
-    """Memory of ``batch`` sequences at ``context`` tokens; prefill step of ``step_tokens`` (default batch·context)."""
+def kv_capacity(dep) -> float:
+    """KV-cache bytes per GPU the deployment's engine allocates (runtime.kv_capacity_bytes)."""
+    from .runtime import kv_capacity_bytes
+    return kv_capacity_bytes(dep, dep.runtime)
+
+
+def memory_report(dep, batch, context, step_tokens=None) -> MemoryReport:
+    """Memory of ``batch`` sequences at ``context`` tokens; the activations of a prefill step of
+    ``step_tokens`` (default batch·context), which a continuous-batching engine caps at its token
+    budget (it chunks the rest); the engine's KV allocation and what it leaves unused."""
+    from .runtime import runtime_reserve_bytes
+    m, dt, par, rt = dep.model, dep.dtypes, dep.par, dep.runtime
     step_tokens = np.asarray(batch) * np.asarray(context) if step_tokens is None else step_tokens
-    return MemoryReport(weights=weight_bytes_per_gpu(m, dt, par),
-                        kv_cache=kv_bytes_per_gpu(m, dt, par, batch, context),
-                        activations=activation_bytes(m, dt, par, step_tokens, batch),
-                        reserve=reserve_bytes(gpu), capacity=gpu.hbm_bytes)
+    if rt.continuous:
+        step_tokens = np.minimum(step_tokens, rt.token_budget * par.attention_groups)
+    w = weight_bytes_per_gpu(m, dt, par)
+    act = activation_bytes(m, dt, par, step_tokens, batch)
+    cap = kv_capacity(dep)
+    kv = kv_bytes_per_gpu(m, dt, par, batch, context)
+    reserve = runtime_reserve_bytes()
+    unused = max(dep.gpu.hbm_bytes - w - cap - reserve - float(np.max(act)), 0.0)
+    return MemoryReport(weights=w, kv_cache=kv, activations=act, reserve=reserve, capacity=dep.gpu.hbm_bytes,
+                        kv_capacity=cap, unused=unused)
 
 
-def max_batch(m, gpu, dt, par, context, step_tokens=None):
-    """Largest batch whose weights + KV + activations + reserve fit at ``context`` tokens each.
-
-    Linear in the batch: free = cap − weights − reserve − act(fixed); per sequence: KV(context) +
-    (context tokens of prefill activations, unless a fixed ``step_tokens`` budget bounds them) + logits.
-    """
-    base = gpu.hbm_bytes - weight_bytes_per_gpu(m, dt, par) - reserve_bytes(gpu)
-    kv_seq = kv_bytes_per_gpu(m, dt, par, 1, context)
-    if step_tokens is None:
-        per_seq = kv_seq + activation_bytes(m, dt, par, context, 1)
-    else:
-        base = base - activation_bytes(m, dt, par, step_tokens, 0)
-        per_seq = kv_seq + activation_bytes(m, dt, par, 0, 1)
-    return np.maximum(np.floor(base / per_seq), 0).astype(int)
+def max_batch(dep, context):
+    """Largest batch whose KV cache at ``context`` tokens each fits the engine's KV allocation."""
+    per_seq = kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, context)
+    return np.maximum(np.floor(kv_capacity(dep) / np.maximum(per_seq, 1e-30)), 0).astype(int)
 
 
-def max_context(m, gpu, dt, par, batch, step_tokens=None, limit: int = 10_000_000) -> int:
+def max_context(dep, batch, limit: int = 10_000_000) -> int:
     """Longest context (tokens) at which ``batch`` sequences fit (bisection; KV grows monotonically)."""
     lo, hi = 0, limit
-    if max_batch(m, gpu, dt, par, 1, step_tokens) < batch:
+    if max_batch(dep, 1) < batch:
         return 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if max_batch(m, gpu, dt, par, mid, step_tokens) >= batch:
+        if max_batch(dep, mid) >= batch:
             lo = mid
         else:
             hi = mid - 1
     return lo
-
-
-def kv_capacity_bytes(m, gpu, dt, par, step_tokens, fraction: float | None = None) -> float:
-    """Bytes per GPU the engine gives the KV cache: a fraction of what is free after weights, the
-    activations of a ``step_tokens`` step and the runtime reserve (TensorRT-LLM's
-    kv_cache_free_gpu_mem_fraction accounting; data/runtime.yaml)."""
-    r = runtime_defaults()["memory"]
-    free = (gpu.hbm_bytes - weight_bytes_per_gpu(m, dt, par) - activation_bytes(m, dt, par, step_tokens, 0)
-            - r["runtime_reserve_bytes"])
-    return max(float(free) * (r["kv_free_fraction"] if fraction is None else fraction), 0.0)

@@ -2,27 +2,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
 from rich.table import Table
 
-from ..search import BACKENDS, ENGINES, OBJECTIVES, SENSE, emit_command, search as run_search
+from ..options import ENGINE, SEARCH, Opt, engine_options
+from ..search import BACKENDS, ENGINES, SENSE, emit_command, search as run_search
 from ..search.result import SearchResult, fmt, unit_label
-from . import app
-from .common import Input, Json, Model, Output, console, print_json, run
+from .common import console, print_json
+from .params import command
 
-Opt = typer.Option
-
-
-def _list(text: str | None, field: str) -> list[str] | None:
-    if text is None:
-        return None
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items:
-        raise ValueError(f"{field}={text!r} is empty; allowed: a comma-separated list")
-    return items
+OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttft_ms"),
+          Opt("plot", "path1", None, "write the frontier(s) to FILE.png"),
+          Opt("html", "path1", None, "write the frontier(s) to an offline FILE.html"),
+          Opt("csv", "path1", None, "write the ranked table to FILE.csv"),
+          Opt("emit", "str", None, "print a launch command for this engine (the search then models it)",
+              choices=ENGINES),
+          Opt("emit_rank", "int", 1, "row whose launch command --emit prints", ge=1),
+          Opt("backend", "str", "local", "where layouts are evaluated", choices=BACKENDS),
+          Opt("ray_address", "str", None, "Ray cluster (default: a local one)"),
+          Opt("gpu_set", "kv", None, "override a field of every searched GPU, KEY=VALUE (SI units)"),
+          Opt("gpu_file", "path", None, "extra hardware YAML file(s)"),
+          Opt("json", "bool", False, "print JSON instead of tables"))
 
 
 def _pair(text: str | None) -> tuple[str, str] | None:
@@ -34,69 +35,46 @@ def _pair(text: str | None) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-@app.command("search")
-def search(model: Model = "llama-3.1-8b",
-           gpus: Annotated[str | None, Opt("--gpus", help="GPU ids, comma-separated (default: all)")] = None,
-           max_gpus: Annotated[int | None, Opt("--max-gpus", help="largest layout in GPUs (default 8)")] = None,
-           objective: Annotated[str, Opt("--objective", help=" | ".join(OBJECTIVES))] = "tok_s_per_gpu",
-           slo_ttft_ms: Annotated[float | None, Opt("--slo-ttft-ms", help="time-to-first-token SLO (ms)")] = None,
-           slo_tpot_ms: Annotated[float | None, Opt("--slo-tpot-ms", help="TPOT / ITL SLO (ms)")] = None,
-           slo_e2e_ms: Annotated[float | None, Opt("--slo-e2e-ms", help="end-to-end latency SLO (ms)")] = None,
-           max_dollars_per_hour: Annotated[float | None, Opt("--max-dollars-per-hour", help="fleet $/h")] = None,
-           max_watts: Annotated[float | None, Opt("--max-watts", help="budget: watts of the fleet")] = None,
-           gpu_budget: Annotated[int | None, Opt("--gpu-budget", help="budget: GPUs of the fleet")] = None,
-           target_rate: Annotated[float | None, Opt("--target-rate", help="requests/s the fleet must serve")] = None,
-           input: Input = 1024, output: Output = 256,
-           disaggregated: Annotated[bool, Opt("--disaggregated", help="separate prefill and decode pools")] = False,
-           both_modes: Annotated[bool, Opt("--both-modes", help="sweep aggregated and disaggregated serving, "
-                                                              "ranked together")] = False,
-           dtypes: Annotated[str | None, Opt("--dtypes", help="dtype combinations: bf16,fp8,int4,fp4")] = None,
-           all_layouts: Annotated[bool, Opt("--all-layouts", help="also PP inside NVLink islands, partial EP")] = False,
-           token_budget: Annotated[int | None, Opt("--token-budget", help="tokens per step (default 8192)")] = None,
-           top: Annotated[int, Opt("--top", help="rows of the ranked table")] = 10,
-           pareto: Annotated[str | None, Opt("--pareto", help="another frontier X,Y: tokens_per_joule,ttft_ms")] = None,
-           plot: Annotated[Path | None, Opt("--plot", help="write the frontier(s) to FILE.png")] = None,
-           html: Annotated[Path | None, Opt("--html", help="write the frontier(s) to an offline FILE.html")] = None,
-           csv: Annotated[Path | None, Opt("--csv", help="write the ranked table to FILE.csv")] = None,
-           emit: Annotated[str | None, Opt("--emit", help="print a launch command: " + " | ".join(ENGINES))] = None,
-           emit_rank: Annotated[int, Opt("--emit-rank", help="row whose launch command --emit prints")] = 1,
-           backend: Annotated[str, Opt("--backend", help=" | ".join(BACKENDS))] = "local",
-           ray_address: Annotated[str | None, Opt("--ray-address", help="Ray cluster (default: a local one)")] = None,
-           calibration: Annotated[str | None, Opt("--calibration", help="file, 'none' or 'default'")] = None,
-           json: Json = False) -> None:
-    """Search GPU types, GPU counts, TP/PP/EP layouts, dtypes, concurrency and prefill/decode disaggregation
-    for the best deployment under SLOs and budgets: ranked table, why the winner wins, Pareto frontiers."""
-    def body():
-        pair = _pair(pareto)
-        if emit is not None and emit not in ENGINES:
-            raise ValueError(f"--emit={emit!r} unknown; allowed: {', '.join(ENGINES)}")
-        for field, path, suffix in (("--plot", plot, ".png"), ("--html", html, ".html"), ("--csv", csv, ".csv")):
-            if path is not None and path.suffix.lower() != suffix:
-                raise ValueError(f"{field}={str(path)!r} must end in {suffix}")
-        kwargs = dict(gpus=_list(gpus, "--gpus"), max_gpus=max_gpus, objective=objective, slo_ttft_ms=slo_ttft_ms,
-                      slo_tpot_ms=slo_tpot_ms, slo_e2e_ms=slo_e2e_ms, max_dollars_per_hour=max_dollars_per_hour,
-                      max_watts=max_watts, max_total_gpus=gpu_budget, target_rate=target_rate, input_len=input,
-                      output_len=output, disaggregated="both" if both_modes else disaggregated, backend=backend, ray_address=ray_address,
-                      calibration=calibration, dtypes=_list(dtypes, "--dtypes"), all_layouts=all_layouts,
-                      top=top, token_budget=token_budget)
-        res = run_search(model, **kwargs) if json else _with_progress(model, kwargs)
-        pairs = [res.default_frontier] + ([pair] if pair and pair != tuple(res.default_frontier) else [])
-        if not 1 <= emit_rank <= len(res.table):
-            raise ValueError(f"--emit-rank={emit_rank} must be between 1 and {len(res.table)} (rows of the table)")
-        command = emit_command(emit, res.model, res.table[emit_rank - 1]) if emit else None
-        written = _write_files(res, pairs, plot, html, csv)
-        if json:
-            out = res.to_dict(pairs)
-            out["files"] = [str(p) for p in written]
-            if command is not None:
-                out["launch_command"] = {"engine": emit, "rank": emit_rank, "text": command}
-            return print_json(out)
-        show(res, pairs)
-        for p in written:
-            console.print(f"wrote {p}", highlight=False)
-        if command is not None:
-            console.print(command, highlight=False, markup=False, soft_wrap=True)
-    run(body)
+@command("search", "Search GPU types, GPU counts, TP/PP/EP layouts, dtypes, concurrency and prefill/decode "
+                   "disaggregation for the best deployment under SLOs and budgets, under one serving engine "
+                   "(--engine, default the engines.yaml default): ranked table, why the winner wins, Pareto frontiers.",
+         SEARCH, ENGINE, OUTPUT)
+def search(o: dict) -> None:
+    pair = _pair(o["pareto"])
+    for field, path, suffix in (("--plot", o["plot"], ".png"), ("--html", o["html"], ".html"), ("--csv", o["csv"], ".csv")):
+        if path is not None and path.suffix.lower() != suffix:
+            raise ValueError(f"{field}={str(path)!r} must end in {suffix}")
+    engine, emit = o["engine"], o["emit"]
+    if emit is not None and engine is not None and engine.split("@")[0] != emit:
+        raise ValueError(f"--emit={emit!r} differs from --engine={engine!r}: the launch command must be the engine "
+                         f"the search modelled; allowed: the same engine, or --emit alone")
+    kwargs = dict(gpus=o["gpus"], max_gpus=o["max_gpus"], objective=o["objective"], slo_ttft_ms=o["slo_ttft_ms"],
+                  slo_tpot_ms=o["slo_tpot_ms"], slo_e2e_ms=o["slo_e2e_ms"],
+                  max_dollars_per_hour=o["max_dollars_per_hour"], max_watts=o["max_watts"],
+                  max_total_gpus=o["max_total_gpus"], target_rate=o["target_rate"], input_len=o["input_len"],
+                  output_len=o["output_len"], disaggregated="both" if o["both_modes"] else o["disaggregated"],
+                  backend=o["backend"], ray_address=o["ray_address"], calibration=o["calibration"],
+                  dtypes=o["dtypes"], all_layouts=o["all_layouts"], top=o["top"], engine=engine or emit,
+                  engine_options=engine_options(o), gpu_overrides=o["gpu_set"], gpu_files=o["gpu_file"])
+    model = o["model"]
+    res = run_search(model, **kwargs) if o["json"] else _with_progress(model, kwargs)
+    pairs = [res.default_frontier] + ([pair] if pair and pair != tuple(res.default_frontier) else [])
+    emit_rank = o["emit_rank"]
+    if not 1 <= emit_rank <= len(res.table):
+        raise ValueError(f"--emit-rank={emit_rank} must be between 1 and {len(res.table)} (rows of the table)")
+    launch = emit_command(emit, res.model, res.table[emit_rank - 1]) if emit else None
+    written = _write_files(res, pairs, o["plot"], o["html"], o["csv"])
+    if o["json"]:
+        out = res.to_dict(pairs)
+        out["files"] = [str(p) for p in written]
+        if launch is not None:
+            out["launch_command"] = {"engine": emit, "rank": emit_rank, "text": launch}
+        return print_json(out)
+    show(res, pairs)
+    for p in written:
+        console.print(f"wrote {p}", highlight=False)
+    if launch is not None:
+        console.print(launch, highlight=False, markup=False, soft_wrap=True)
 
 
 def _with_progress(model: str, kwargs: dict) -> SearchResult:
@@ -135,6 +113,7 @@ def _n(v: float | None) -> str:
 def show(res: SearchResult, pairs) -> None:
     w = res.workload
     slo = ", ".join(c.label for c in res.constraints) or "none"
+    console.print(f"engine: {res.engine}", highlight=False)
     t = Table(title=f"{res.model}: best deployments for {res.objective} ({w.input_len} in / {w.output_len} out, "
                     f"{' + '.join(res.modes)}; constraints: {slo})")
     heads = dict((k, h) for h, k in COLUMNS) | {"gpus_for_rate": "GPUs for rate"}

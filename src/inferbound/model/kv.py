@@ -1,14 +1,21 @@
-"""KV-cache size.
+"""KV-cache size (O(context)) and the fixed recurrent state of state-space layers (O(1)).
 
 The seed article: 2·2·n_layers·n_heads·d_head bytes per token at fp16 (one 2 for K and V, one for
 2-byte values). Generalized here:
 
+- only layers with softmax attention cache K and V (``LayerGroup.has_attention``); Mamba, Mamba-2 and
+  Gated DeltaNet layers keep a fixed-size state instead (below);
 - GQA/MQA: only ``num_kv_heads`` heads are cached: 2·n_kv·d_head·bytes per token and layer;
 - MLA (DeepSeek-V2/V3): one latent of ``kv_lora_rank + qk_rope_head_dim`` values per token and layer
   (K and V are both reconstructed from it), so no factor 2;
 - window layers (sliding or chunked attention) hold at most ``window`` tokens: a sequence of length L
-  costs min(L, window) tokens there;
+  costs min(L, window) tokens there (the W−1 kept between steps plus the token being decoded, which is
+  what an engine allocates: transformers' DynamicSlidingWindowLayer keeps W−1);
 - the KV dtype sets the bytes per value.
+
+State per sequence (``state_bytes_per_sequence``), summed over the state-space layers: conv state
+(K−1)·conv_dim plus the recurrent state (E·N, H·P·N or Hv·Dk·Dv values), see ``ssm.py``; it does not
+grow with the context.
 
 Functions accept numpy arrays for the context length.
 """
@@ -18,28 +25,55 @@ import numpy as np
 
 from ..dtypes import bytes_per_element
 from .spec import LayerGroup, ModelSpec
+from .ssm import conv_state_values, recurrent_state_values
 
 
 def kv_values_per_token_layer(m: ModelSpec) -> int:
-    """Cached values per token in one layer (all KV heads, K and V)."""
+    """Cached values per token in one attention layer (all KV heads, K and V)."""
     if m.mla is not None:
         return m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
     return 2 * m.num_kv_heads * m.head_dim
 
 
 def kv_bytes_per_token(m: ModelSpec, kv_dtype: str = "bf16") -> float:
-    """Bytes one token adds to the cache across all layers while the context is within every window."""
-    return kv_values_per_token_layer(m) * bytes_per_element(kv_dtype) * m.num_layers
+    """Bytes one token adds to the cache across all attention layers while the context is within every
+    window (0 for a model without attention)."""
+    return kv_values_per_token_layer(m) * bytes_per_element(kv_dtype) * m.num_attention_layers
 
 
 def cached_tokens(group: LayerGroup, context):
-    """Tokens a layer of ``group`` keeps for a sequence of ``context`` tokens: min(L, window)."""
+    """Tokens a layer of ``group`` keeps for a sequence of ``context`` tokens: L (full attention),
+    min(L, window) (sliding / chunked), 0 (no attention)."""
+    if not group.has_attention:
+        return np.zeros_like(np.asarray(context)) if np.ndim(context) else 0
     if group.attention == "full":
         return context
     return np.minimum(context, group.window)
 
 
 def kv_bytes_for_context(m: ModelSpec, context, kv_dtype: str = "bf16"):
-    """Bytes of cache for one sequence of ``context`` tokens (scalar or array), all layers."""
+    """Bytes of KV cache for one sequence of ``context`` tokens (scalar or array), all layers."""
     per = kv_values_per_token_layer(m) * bytes_per_element(kv_dtype)
     return sum(g.count * per * cached_tokens(g, context) for g in m.layers)
+
+
+def state_bytes_per_sequence(m: ModelSpec, dtype: str = "bf16", ssm_dtype: str | None = None,
+                             full_conv_window: bool = False) -> float:
+    """Fixed bytes of recurrent state one sequence holds, all state-space layers (0 for a transformer).
+
+    Conv state at ``dtype``; recurrent state at ``ssm_dtype``, else the dtype the config asks for
+    (``mamba_ssm_cache_dtype``), else ``dtype``. ``full_conv_window``: count K conv columns, as
+    transformers' cache does, instead of the K−1 engines keep.
+    """
+    if m.ssm is None:
+        return 0.0
+    n = m.num_ssm_layers
+    conv = conv_state_values(m.ssm, full_conv_window) * bytes_per_element(dtype)
+    rec = recurrent_state_values(m.ssm) * bytes_per_element(ssm_dtype or m.ssm.state_dtype or dtype)
+    return float(n * (conv + rec))
+
+
+def cache_bytes_for_context(m: ModelSpec, context, kv_dtype: str = "bf16", state_dtype: str = "bf16"):
+    """KV cache plus recurrent state of one sequence of ``context`` tokens: what a request holds. The
+    state follows the model dtype, not the KV dtype (vLLM ``mamba_cache_dtype: auto``)."""
+    return kv_bytes_for_context(m, context, kv_dtype) + state_bytes_per_sequence(m, state_dtype)

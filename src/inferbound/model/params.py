@@ -1,17 +1,29 @@
-"""Parameter counts, total and active per token, by component.
+"""Parameter counts, total and active per token, by component and per layer group.
 
-Counts follow the HF ``transformers`` module shapes: attention q/k/v/o (or MLA's low-rank
-projections), MLP (gated: 3·d·ff, plain: 2·d·ff), experts (E routed + shared), router (d·E),
-norms, embeddings and LM head. "Active" counts what one token touches: all but the (E-k) routed
-experts it skips, and without the input embedding table (a row lookup, no matmul; this is the
-convention of the gpt-oss model card: 5.13B active = attention + 4/128 of MLP + unembedding). A table
-tied to the LM head is the unembedding matmul, so it stays in the active count.
+Counts follow the module shapes transformers 5 builds (exactness is tested against it on the meta
+device, tests/test_model_exact.py):
+
+- attention (per attention layer): q/k/v/o (+ biases), or MLA's low-rank projections with their two
+  norms; q/k norms (``head``: 2·head_dim; ``full``: (n_heads + n_kv)·head_dim; doubled for LayerNorm
+  with bias); gpt-oss sinks (n_heads); Qwen3-Next's output gate doubles q_proj;
+- state-space mixers (Mamba, Mamba-2, Gated DeltaNet): ``ssm.py``;
+- MLP (gated: 3·d·ff, plain: 2·d·ff, + biases); experts (E routed + shared); router d·E (+E bias, or
+  DeepSeek-V3's stored e_score_correction_bias), Qwen's shared-expert gate (d), Nemotron-H's latent
+  projections (2·d·latent);
+- norms (d each, 2d for LayerNorm with bias), embeddings (vocab × width, learned positions), the LM head
+  (absent when tied; + vocab with a bias), OPT-350m's project_in/out (2·d·word_embed_proj_dim).
+
+"Active" counts what one token touches: all but the (E−k) routed experts it skips, and without the
+input embedding table (a row lookup, no matmul; the convention of the gpt-oss model card: 5.13B active =
+attention + 4/128 of MLP + unembedding). A table tied to the LM head is the unembedding matmul, so it
+stays in the active count.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .spec import ModelSpec
+from .spec import LayerGroup, ModelSpec
+from .ssm import ssm_params
 
 
 @dataclass(frozen=True)
@@ -30,12 +42,14 @@ class ParamCount:
     active_routed: float
     tied: bool = False
     position_embedding: int = 0
+    ssm: int = 0
+    embed_projection: int = 0
 
     @property
     def total(self) -> int:
         """All parameters of the main model (the MTP module counted apart, as model cards do)."""
-        return (self.embedding + self.lm_head + self.attention + self.dense_mlp + self.routed_experts
-                + self.shared_experts + self.router + self.norms)
+        return (self.embedding + self.lm_head + self.attention + self.ssm + self.dense_mlp
+                + self.routed_experts + self.shared_experts + self.router + self.norms + self.embed_projection)
 
     @property
     def lookup_only(self) -> int:
@@ -52,19 +66,56 @@ class ParamCount:
         return {**asdict(self), "total": self.total, "active": self.active}
 
 
+@dataclass(frozen=True)
+class LayerParams:
+    """Parameters of ONE layer of a group, by component."""
+
+    attention: int = 0
+    ssm: int = 0
+    dense_mlp: int = 0
+    routed_experts: int = 0
+    shared_experts: int = 0
+    router: int = 0
+    norms: int = 0
+    active_routed: int = 0
+
+    @property
+    def total(self) -> int:
+        return (self.attention + self.ssm + self.dense_mlp + self.routed_experts + self.shared_experts
+                + self.router + self.norms)
+
+
+def norm_params(m: ModelSpec, width: int | None = None) -> int:
+    """One norm over ``width`` (default: the hidden size): weight (+ bias for LayerNorm)."""
+    return (width or m.hidden_size) * (2 if m.layernorm_bias else 1)
+
+
+def qk_norm_params(m: ModelSpec) -> int:
+    """The q and k norms of one attention layer."""
+    if m.qk_norm == "head":
+        return 2 * norm_params(m, m.head_dim)
+    if m.qk_norm == "full":
+        return norm_params(m, m.num_heads * m.head_dim) + norm_params(m, m.num_kv_heads * m.head_dim)
+    return 0
+
+
 def attention_params(m: ModelSpec) -> int:
-    """One layer's attention weights (+ biases)."""
+    """One attention layer's weights (+ biases, q/k norms, sinks)."""
     d, h = m.hidden_size, m.num_heads
     if m.mla is not None:
         a = m.mla
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
-        q = d * h * qk if a.q_lora_rank is None else d * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * h * qk
-        kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank \
-            + a.kv_lora_rank * h * (a.qk_nope_head_dim + a.v_head_dim)
-        return q + kv + h * a.v_head_dim * d
-    q_out, kv_out = h * m.head_dim, 2 * m.num_kv_heads * m.head_dim
-    w = d * (q_out + kv_out) + q_out * d
-    return w + (q_out + kv_out) * m.qkv_bias + d * m.out_bias
+        if a.q_lora_rank is None:
+            q = d * h * qk
+        else:
+            q = d * a.q_lora_rank + a.q_lora_rank * m.qkv_bias + a.q_lora_rank + a.q_lora_rank * h * qk
+        kv = (d * (a.kv_lora_rank + a.qk_rope_head_dim) + (a.kv_lora_rank + a.qk_rope_head_dim) * m.qkv_bias
+              + a.kv_lora_rank + a.kv_lora_rank * h * (a.qk_nope_head_dim + a.v_head_dim))
+        return q + kv + h * a.v_head_dim * d + d * m.out_bias
+    q_out, kv_out = h * m.head_dim * (2 if m.attention_gate else 1), 2 * m.num_kv_heads * m.head_dim
+    w = d * (q_out + kv_out) + h * m.head_dim * d
+    return (w + (q_out + kv_out) * m.qkv_bias + d * m.out_bias + qk_norm_params(m)
+            + h * m.attention_sinks)
 
 
 def mlp_params(d: int, ff: int, gated: bool, bias: bool) -> int:
@@ -73,40 +124,56 @@ def mlp_params(d: int, ff: int, gated: bool, bias: bool) -> int:
     return mats * d * ff + ((mats - 1) * ff + d) * bias
 
 
-def norm_params(m: ModelSpec) -> int:
-    """One norm over the hidden size: weight (+ bias for LayerNorm)."""
-    return m.hidden_size * (2 if m.layernorm_bias else 1)
+def expert_params(m: ModelSpec) -> int:
+    """One routed expert (on the latent width when the MoE has one)."""
+    e = m.moe
+    return mlp_params(e.latent_size or m.hidden_size, e.expert_intermediate_size, m.gated_mlp, e.expert_bias)
+
+
+def router_params(m: ModelSpec) -> int:
+    """One MoE layer's gating: router d·E (+E), shared-expert gate d, latent projections 2·d·latent."""
+    e, d = m.moe, m.hidden_size
+    latent = (2 * d * e.latent_size + (e.latent_size + d) * m.mlp_bias) if e.latent_size else 0
+    return d * e.num_experts + e.num_experts * e.router_bias + d * e.shared_expert_gate + latent
+
+
+def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
+    """Parameters of one layer of group ``g``."""
+    d = m.hidden_size
+    out = dict(attention=attention_params(m) if g.has_attention else 0,
+               ssm=ssm_params(m.ssm, d) if g.ssm_kind is not None else 0,
+               norms=norm_params(m) * m.norms_per_layer)
+    if g.moe:
+        e = m.moe
+        one = expert_params(m)
+        out.update(routed_experts=one * e.num_experts, active_routed=one * e.top_k, router=router_params(m),
+                   shared_experts=mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias)
+                   * e.num_shared_experts)
+    elif g.mlp:
+        out["dense_mlp"] = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias)
+    return LayerParams(**out)
 
 
 def count_params(m: ModelSpec) -> ParamCount:
     d = m.hidden_size
-    n_moe = sum(g.count for g in m.layers if g.moe)
-    n_dense = m.num_layers - n_moe
-    attn = attention_params(m) * m.num_layers
-    dense = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) * n_dense
-    routed = shared = router = 0
-    active_routed = 0.0
-    per_moe_layer = 0
-    if m.moe is not None:
-        e = m.moe
-        one = mlp_params(d, e.expert_intermediate_size, m.gated_mlp, e.expert_bias)
-        routed = one * e.num_experts * n_moe
-        active_routed = one * e.top_k * n_moe
-        shared = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) \
-            * e.num_shared_experts * n_moe
-        router = (d * e.num_experts + e.num_experts * e.router_bias) * n_moe
-        per_moe_layer = (routed + shared + router) // max(n_moe, 1)
-    norms = norm_params(m) * (m.norms_per_layer * m.num_layers + 1)
-    if m.mla is not None:  # q_a and kv_a layernorms are inside attention_params
-        pass
+    sums = dict.fromkeys(("attention", "ssm", "dense_mlp", "routed_experts", "shared_experts", "router",
+                          "norms", "active_routed"), 0)
+    moe_layer = None
+    for g in m.layers:
+        lp = layer_params(m, g)
+        if g.moe:
+            moe_layer = lp
+        for k in sums:
+            sums[k] += getattr(lp, k) * g.count
+    sums["norms"] += norm_params(m) * (m.final_norm + m.embedding_norm)
+    width = m.word_embed_proj_dim or d
+    proj = 2 * d * width if width != d else 0
     mtp = 0
     if m.mtp_layers:  # DeepSeek-V3 MTP: one decoder layer + eh_proj (2d x d) + enorm, hnorm, final norm
-        layer = attention_params(m) + (per_moe_layer or mlp_params(d, m.intermediate_size, m.gated_mlp,
-                                                                    m.mlp_bias))
-        mtp = m.mtp_layers * (layer + 2 * d * d + norm_params(m) * (m.norms_per_layer + 3))
+        body = moe_layer if moe_layer is not None else layer_params(m, LayerGroup(count=1))
+        mtp = m.mtp_layers * (body.total + 2 * d * d + norm_params(m) * 3)
     return ParamCount(
-        embedding=m.vocab_size * d + m.learned_positions * d,
-        lm_head=(0 if m.tie_embeddings else m.vocab_size * d) + m.vocab_size * m.lm_head_bias,
-        attention=attn, dense_mlp=dense, routed_experts=routed, shared_experts=shared, router=router,
-        norms=norms, mtp=mtp, active_routed=active_routed, tied=m.tie_embeddings,
-        position_embedding=m.learned_positions * d)
+        embedding=m.vocab_size * width + m.learned_positions * d,
+        lm_head=(0 if m.tie_embeddings else m.vocab_size * width) + m.vocab_size * m.lm_head_bias,
+        mtp=mtp, tied=m.tie_embeddings, position_embedding=m.learned_positions * d, embed_projection=proj,
+        **sums)

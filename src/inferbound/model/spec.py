@@ -1,9 +1,18 @@
-"""Normalized transformer architecture: every field the arithmetic needs, nothing framework-specific.
+"""Normalized decoder-only LLM architecture: every field the arithmetic needs, nothing framework-specific.
 
-A HuggingFace ``config.json`` is turned into a :class:`ModelSpec` by ``loader.py``; the formulas
-(``params.py``, ``kv.py``, ``operators.py``) read only this object. Layers are kept as groups of
-identical layers (:class:`LayerGroup`) so a model with alternating sliding-window layers or
-interleaved MoE layers is priced per group and multiplied by the group's count.
+A HuggingFace ``config.json`` is turned into a :class:`ModelSpec` by ``loader.py`` (per-family rules in
+``families.py``); the formulas (``params.py``, ``kv.py``, ``ssm.py``, ``operators.py``) read only this
+object. Layers are kept as groups of identical layers (:class:`LayerGroup`) so a model with alternating
+sliding-window layers, interleaved MoE layers or interleaved state-space layers is priced per group and
+multiplied by the group's count.
+
+Per layer there is a *sequence mixer* (``LayerGroup.mixer``) and an optional MLP:
+
+- ``attention``: softmax attention over a KV cache (``attention`` says full / sliding window / chunked);
+- ``mamba`` (Mamba-1 selective scan), ``mamba2`` (Mamba-2 SSD), ``gated_deltanet`` (Gated DeltaNet):
+  a recurrent state of fixed size per sequence, O(1) in context (``ModelSpec.ssm`` holds its shapes);
+- ``attention+mamba2``: both side by side on the same input (Falcon-H1's parallel hybrid);
+- ``none``: an MLP-only block (Nemotron-H's ``-`` and ``E`` blocks).
 """
 from __future__ import annotations
 
@@ -11,7 +20,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .quant import Quantization
+from .ssm import SSMSpec
+
 AttentionKind = Literal["full", "window", "chunked"]
+MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "attention+mamba2", "none"]
+#: mixers with softmax attention (and so a KV cache)
+ATTENTION_MIXERS = frozenset({"attention", "attention+mamba2"})
+#: mixers with a recurrent state, and which state-space layer they run
+SSM_OF_MIXER = {"mamba": "mamba", "mamba2": "mamba2", "gated_deltanet": "gated_deltanet",
+                "attention+mamba2": "mamba2"}
 
 
 class LayerGroup(BaseModel):
@@ -19,7 +37,9 @@ class LayerGroup(BaseModel):
 
     ``attention``: ``full`` (every past token), ``window`` (sliding window of ``window`` tokens: the KV
     cache stops growing past it), ``chunked`` (Llama 4: attention inside fixed chunks of ``window``
-    tokens, the cache never holds more than one chunk). ``moe``: the MLP is a mixture of experts.
+    tokens, the cache never holds more than one chunk); only meaningful when the mixer has attention.
+    ``mixer``: the sequence mixer (module docstring). ``moe``: the MLP is a mixture of experts.
+    ``mlp``: False for a block without an MLP (Mamba, Nemotron-H ``M`` and ``*`` blocks).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -28,12 +48,28 @@ class LayerGroup(BaseModel):
     attention: AttentionKind = "full"
     window: int | None = Field(default=None, ge=1)
     moe: bool = False
+    mixer: MixerKind = "attention"
+    mlp: bool = True
 
     @model_validator(mode="after")
-    def _window_given(self) -> "LayerGroup":
+    def _consistent(self) -> "LayerGroup":
         if self.attention != "full" and self.window is None:
             raise ValueError(f"attention={self.attention!r} needs a window size")
+        if self.moe and not self.mlp:
+            raise ValueError("moe=True needs mlp=True (the experts are the layer's MLP)")
+        if self.mixer == "none" and not self.mlp:
+            raise ValueError("a layer with mixer='none' and mlp=False does nothing")
         return self
+
+    @property
+    def has_attention(self) -> bool:
+        """The layer runs softmax attention and keeps a KV cache."""
+        return self.mixer in ATTENTION_MIXERS
+
+    @property
+    def ssm_kind(self) -> str | None:
+        """The state-space / linear-attention layer this group runs, if any."""
+        return SSM_OF_MIXER.get(self.mixer)
 
 
 class MLA(BaseModel):
@@ -52,7 +88,12 @@ class MLA(BaseModel):
 
 
 class MoE(BaseModel):
-    """Routed experts (top-k of E) plus optional always-on shared experts."""
+    """Routed experts (top-k of E) plus optional always-on shared experts.
+
+    ``shared_expert_gate``: a d→1 sigmoid gate scales the shared expert (Qwen2-MoE, Qwen3-Next).
+    ``latent_size``: experts run in a smaller latent space reached by d→latent and latent→d projections
+    (Nemotron-H ``moe_latent_size``); ``None`` means the experts read the hidden state directly.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -63,6 +104,8 @@ class MoE(BaseModel):
     shared_intermediate_size: int = Field(default=0, ge=0, description="per shared expert")
     expert_bias: bool = False
     router_bias: bool = False
+    shared_expert_gate: bool = False
+    latent_size: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _k_le_e(self) -> "MoE":
@@ -72,7 +115,19 @@ class MoE(BaseModel):
 
 
 class ModelSpec(BaseModel):
-    """Architecture of a decoder-only transformer LLM."""
+    """Architecture of a decoder-only LLM (transformer, state-space or hybrid).
+
+    Extra fields beyond the usual shapes, each needed for an exact parameter count:
+    ``qk_norm`` (``head``: a norm over head_dim on q and on k, Qwen3/Gemma-3; ``full``: over all q heads
+    and all k heads, OLMo-2/OLMoE/Cohere), ``attention_sinks`` (gpt-oss: one learned logit per head),
+    ``attention_gate`` (Qwen3-Next: q_proj also emits a per-channel output gate, doubling its width),
+    ``final_norm``/``embedding_norm`` (OPT-350m has no final norm, BLOOM normalizes its embeddings),
+    ``word_embed_proj_dim`` (OPT-350m: 512-wide embeddings projected in and out of the 1024-wide model).
+    ``warnings``: every guess the loader made that the user should see (printed by the CLI, carried in
+    JSON). ``quantization``: the checkpoint's own quantization (``quant.py``); ``checkpoint_dtype``: the
+    dtype its other weights are stored in (``torch_dtype``); ``base_model``: the catalog
+    entry a variant id (an Instruct, chat or vendor-quantized repo) resolved to.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -90,15 +145,26 @@ class ModelSpec(BaseModel):
     mlp_bias: bool = False
     layernorm_bias: bool = Field(default=False, description="LayerNorm with bias (2 params/elt) vs RMSNorm")
     norms_per_layer: int = Field(default=2, ge=0)
+    final_norm: bool = True
+    embedding_norm: bool = False
+    qk_norm: Literal["none", "head", "full"] = "none"
+    attention_sinks: bool = False
+    attention_gate: bool = False
     learned_positions: int = Field(default=0, ge=0, description="rows of a learned position embedding")
+    word_embed_proj_dim: int | None = Field(default=None, ge=1)
     tie_embeddings: bool = False
-    lm_head_bias: bool = Field(default=False, description="the LM head has a bias (GPT-J)")
+    lm_head_bias: bool = Field(default=False, description="the LM head has a bias (GPT-J, Phi)")
     parallel_attention: bool = False
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
     mla: MLA | None = None
+    ssm: SSMSpec | None = None
     mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction layers, counted apart")
     max_position_embeddings: int | None = None
+    quantization: Quantization | None = None
+    checkpoint_dtype: str | None = Field(default=None, description="torch_dtype of the unquantized weights")
+    base_model: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelSpec":
@@ -107,8 +173,12 @@ class ModelSpec(BaseModel):
                 f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}")
         if any(g.moe for g in self.layers) and self.moe is None:
             raise ValueError("layers marked moe but no moe section (num_experts, top_k, ...)")
-        if self.intermediate_size == 0 and any(not g.moe for g in self.layers):
+        if self.intermediate_size == 0 and any(g.mlp and not g.moe for g in self.layers):
             raise ValueError("intermediate_size=0 but the model has dense MLP layers")
+        kinds = {g.ssm_kind for g in self.layers} - {None}
+        if kinds and (self.ssm is None or kinds != {self.ssm.kind}):
+            raise ValueError(f"layers run {sorted(kinds)} but the ssm section is "
+                             f"{None if self.ssm is None else self.ssm.kind!r}")
         return self
 
     def without_sliding_windows(self) -> "ModelSpec":
@@ -123,12 +193,30 @@ class ModelSpec(BaseModel):
         return sum(g.count for g in self.layers)
 
     @property
+    def num_attention_layers(self) -> int:
+        """Layers with softmax attention (the ones with a KV cache)."""
+        return sum(g.count for g in self.layers if g.has_attention)
+
+    @property
+    def num_ssm_layers(self) -> int:
+        """Layers with a recurrent state (Mamba, Mamba-2, Gated DeltaNet)."""
+        return sum(g.count for g in self.layers if g.ssm_kind is not None)
+
+    @property
     def is_moe(self) -> bool:
         return self.moe is not None
 
     @property
     def attention_type(self) -> str:
-        """MHA, GQA, MQA or MLA, plus the windowed-layer share when there is one."""
+        """MHA, GQA-n, MQA or MLA, plus the windowed-layer share and any state-space layers.
+
+        ``GQA-n`` follows the usual convention: n is the number of KV heads (Llama-3.1-70B, 64 query
+        heads sharing 8 KV heads, is GQA-8), not the group size (64/8 = 8 query heads per KV head, which
+        coincides here but not in general: Llama-4-Scout's 40 query heads over 8 KV heads are GQA-8, not
+        GQA-5). MQA is one KV head, MHA as many KV heads as query heads. ``(12/48 local)``: 12 of 48
+        attention layers attend within a sliding window or chunk; ``+ 30 mamba2`` etc.: layers that run
+        a state-space mixer instead of (or beside) attention.
+        """
         if self.mla is not None:
             kind = "MLA"
         elif self.num_kv_heads == self.num_heads:
@@ -136,8 +224,17 @@ class ModelSpec(BaseModel):
         elif self.num_kv_heads == 1:
             kind = "MQA"
         else:
-            kind = f"GQA-{self.num_heads // self.num_kv_heads}"
-        local = sum(g.count for g in self.layers if g.attention != "full")
+            kind = f"GQA-{self.num_kv_heads}"
+        n_attn = self.num_attention_layers
+        if n_attn == 0:
+            kind = "none"
+        local = sum(g.count for g in self.layers if g.has_attention and g.attention != "full")
         if local:
-            kind += f" ({local}/{self.num_layers} local)"
+            kind += f" ({local}/{n_attn} local)"
+        ssm: dict[str, int] = {}
+        for g in self.layers:
+            if g.ssm_kind is not None:
+                ssm[g.ssm_kind] = ssm.get(g.ssm_kind, 0) + g.count
+        for k, n in ssm.items():
+            kind += f" + {n} {k}"
         return kind

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..memory import runtime_defaults
 from ..model import ModelSpec, load_model
 from .backends import BACKENDS, evaluate_all
 from .emit import ENGINES, emit_command
@@ -43,7 +42,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
            max_watts: float | None = None, max_total_gpus: int | None = None, target_rate: float | None = None,
            input_len: int = 1024, output_len: int = 256, disaggregated: bool | str = False, backend: str = "local",
            ray_address: str | None = None, progress=None, calibration=None, dtypes: list[str] | None = None,
-           all_layouts: bool = False, top: int | None = None, token_budget: int | None = None) -> SearchResult:
+           all_layouts: bool = False, top: int | None = None, token_budget: int | None = None,
+           engine: str | None = None, engine_options: dict | None = None, gpu_overrides: dict | None = None,
+           gpu_files: list | None = None) -> SearchResult:
     """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
 
     ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
@@ -51,6 +52,10 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     requests/s need). ``objective``: tok_s_per_gpu, tok_s_per_user, tokens_per_joule, usd_per_mtok or
     gpus_for_rate (needs ``target_rate``). ``disaggregated``: False (aggregated serving), True (separate
     prefill and decode pools) or "both" (every layout in both modes, ranked together).
+    ``engine`` / ``engine_options``: the serving engine every layout runs (runtime.py; None: the default)
+    and its overrides; ``token_budget`` is shorthand for engine_options token_budget.
+    ``gpu_overrides`` / ``gpu_files``: field overrides applied to every searched GPU and extra hardware
+    files (as ``--gpu-set`` / ``--gpu-file`` of estimate).
     ``progress(done, total)`` is called while layouts evaluate.
     Raises ValueError naming the closest miss when no configuration meets the constraints.
     """
@@ -74,14 +79,14 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     max_gpus = int(_check("max_gpus", max_gpus if max_gpus is not None else d["space"]["max_gpus"], 1))
     constraints = constraints_from(slo_ttft_ms, slo_tpot_ms, slo_e2e_ms, max_dollars_per_hour, max_watts,
                                    max_total_gpus)
-    rt = runtime_defaults()
-    w = Workload(input_len=int(input_len), output_len=int(output_len),
-                 token_budget=int(_check("token_budget", token_budget, 1) or rt["memory"]["default_token_budget"]),
-                 kv_reservation=rt["max_throughput"]["kv_reservation"],
-                 block_size=int(rt["max_throughput"]["kv_block_size"]), disaggregated=modes[-1],
+    options = dict(engine_options or {})
+    if token_budget is not None:
+        options["token_budget"] = int(_check("token_budget", token_budget, 1))
+    w = Workload(input_len=int(input_len), output_len=int(output_len), disaggregated=modes[-1],
                  max_decode_replicas=int(d["evaluation"]["max_decode_replicas"]))
     m = model if isinstance(model, ModelSpec) else load_model(model)
-    space = build_space(m, resolve_gpus(gpus, calibration), max_gpus, dtypes, all_layouts)
+    space = build_space(m, resolve_gpus(gpus, calibration, gpu_overrides, gpu_files), max_gpus, dtypes, all_layouts,
+                        engine, options)
     if not space.deployments:
         raise ValueError(f"no layout of {m.name} fits within max_gpus={max_gpus}: {space.skipped_summary()}")
     deps, combos, works, per_layout = [], [], [], []
@@ -113,6 +118,7 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
                         labels=labels, skipped=dict(space.skipped), skipped_examples=dict(space.examples),
                         elapsed_s=time.perf_counter() - t0, backend=backend, notes=notes,
                         modes=tuple("disaggregated" if x else "aggregated" for x in modes),
+                        engine=space.deployments[0].runtime.describe(),
                         default_frontier=tuple(d["output"]["frontier"]))
 
 
@@ -155,7 +161,7 @@ def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, f
     limit = limit_at(points, i, feasible, constraints, lp.cap)
     row = make_row(rank, dep, combo, points, i, w, objective, limit, lp.kv_capacity_bytes)
     groups = dep.par.attention_groups
-    sm = step_model(dep, w.token_budget * groups + groups)
+    sm = step_model(dep, dep.runtime.token_budget * groups + groups)
     dec = float(points.concurrency[i])
     prompts = 0.0 if w.disaggregated else dec * w.input_len / (w.output_len - 1)
     what = f"{dec:.0f} decodes" + (f" + {prompts:,.0f} prompt tokens" if prompts else "")

@@ -48,11 +48,10 @@ from ..workloads.max_throughput import MAX_THROUGHPUT_GRID
 
 @dataclass(frozen=True)
 class Workload:
+    """What every layout is evaluated on; the engine's limits come from each deployment's runtime."""
+
     input_len: int
     output_len: int
-    token_budget: int
-    kv_reservation: str  # max | average (runtime.yaml max_throughput.kv_reservation)
-    block_size: int
     disaggregated: bool = False
     max_decode_replicas: int = 4
 
@@ -100,15 +99,20 @@ def clear_cache() -> None:
 
 
 def concurrency_caps(dep: Deployment, w: Workload, decode_only: bool = False) -> tuple[dict, float, float]:
-    """The steady-state caps (workloads.steady_state.caps) for this workload."""
-    return steady_state.caps(dep, w.input_len, w.output_len, w.token_budget, w.kv_reservation, w.block_size,
-                             decode_only)
+    """The steady-state caps (workloads.steady_state.caps) for this workload under the engine."""
+    return steady_state.caps(dep, w.input_len, w.output_len, dep.runtime, decode_only)
 
 
 def _priced(sm: StepModel, load):
     """(seconds, watts per GPU) of a load through the tabulated step contract."""
     cost = sm.price(load)
     return cost.time, power_w(sm.dep.gpu, sm.dep.compute_dtype, cost.flops, cost.bytes, cost.time)
+
+
+def _steady(sm: StepModel, dec, w: Workload, decode_only: bool = False):
+    """(seconds, watts per GPU) of the steady-state step at decode batches ``dec`` (steady_state.step_cost)."""
+    t, flops, moved, _ = steady_state.step_cost(sm, sm.dep.runtime, dec, w.input_len, w.output_len, decode_only)
+    return t, power_w(sm.dep.gpu, sm.dep.compute_dtype, flops, moved, t)
 
 
 def evaluate_layout(dep: Deployment, w: Workload) -> LayoutPoints | None:
@@ -118,7 +122,7 @@ def evaluate_layout(dep: Deployment, w: Workload) -> LayoutPoints | None:
 
 def _table(dep: Deployment, w: Workload) -> StepModel:
     g = dep.par.attention_groups
-    return step_model(dep, w.token_budget * g + g)
+    return step_model(dep, dep.runtime.token_budget * g + g)
 
 
 def _prompt_steps(sm: StepModel, dec, ctx: float, chunk, prompt: int):
@@ -149,8 +153,8 @@ def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     sm = _table(dep, w)
     dec = np.arange(1, d_max + 1, dtype=float)
     ctx = steady_state.mean_context(i, o)
-    t, watts = _priced(sm, steady_state.load(dep.model, dec, i, o))
-    chunk = np.maximum(w.token_budget - dec / groups, 1.0)
+    t, watts = _steady(sm, dec, w)
+    chunk = np.maximum(dep.runtime.token_budget - dec / groups, 1.0)
     prefill_s, _ = _prompt_steps(sm, dec, ctx, chunk, i)
     g = dep.par.replica_gpus
     ones = np.ones(d_max, dtype=np.int64)
@@ -163,7 +167,7 @@ def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
 def _disaggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     caps, capacity, _ = concurrency_caps(dep, w, decode_only=True)
     d_max = min(caps.values())
-    i, o, budget = w.input_len, w.output_len, w.token_budget
+    i, o, budget = w.input_len, w.output_len, dep.runtime.token_budget
     groups = dep.par.attention_groups
     prompt_kv = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) * groups
     k = max(1, (budget * groups) // i) if i <= budget else 1
@@ -172,7 +176,7 @@ def _disaggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
         return None
     sm = _table(dep, w)
     dec = np.arange(1, d_max + 1, dtype=float)
-    t_d, p_d = _priced(sm, steady_state.load(dep.model, dec, i, o, decode_only=True))
+    t_d, p_d = _steady(sm, dec, w, decode_only=True)
     if i <= budget:
         t_p, p_p = (float(x) for x in _priced(sm, uniform(dep.model, prompts=float(k), new=float(i))))
     else:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..deployment import Deployment
-from ..memory import runtime_defaults, weight_bytes_per_gpu
+from ..memory import weight_bytes_per_gpu
 from .evaluate import Workload
 from .metrics import SENSE, UNITS, Constraint, Points, check_metric
 from .pareto import pareto_mask
@@ -63,9 +63,9 @@ class Row:
     explanation: str = ""
     metrics: dict = field(default_factory=dict)
     kv_capacity_gb: float = 0.0
-    gpu_memory_utilization: float = 0.0
-    mem_fraction_static: float = 0.0
-    kv_cache_free_fraction: float = 0.0
+    engine: str = ""  # engine profile the row was evaluated under (name@version)
+    memory_fraction: float | None = None  # the engine's KV memory fraction (None: its automatic value)
+    mem_fraction_static: float = 0.0  # (weights + KV pool) / HBM: SGLang's share for the KV assumed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,8 +78,7 @@ class Row:
 
 def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: Workload, objective: str,
              limit: str, kv_capacity: float) -> Row:
-    par = dep.par
-    r = runtime_defaults()["memory"]
+    par, rt = dep.par, dep.runtime
     metrics = {k: _num(float(points.metric(k, slice(i, i + 1))[0])) for k in row_metrics(points)}
     static = (weight_bytes_per_gpu(dep.model, dep.dtypes, par) + kv_capacity) / dep.gpu.hbm_bytes
     mode = "disaggregated" if w.disaggregated else "aggregated"
@@ -89,13 +88,12 @@ def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: 
                unit_gpus=int(points.unit_gpus[i]), tp=par.tp, pp=par.pp, ep=par.ep, dp=par.dp,
                attention_dp=par.attention_dp, nodes=par.nodes, dtype=combo, weight_dtype=dep.dtypes.weight,
                act_dtype=dep.dtypes.act, kv_dtype=dep.dtypes.kv_dtype, concurrency=int(points.concurrency[i]),
-               max_num_seqs=int(points.concurrent_seqs[i]), token_budget=w.token_budget, prefill_replicas=x,
+               max_num_seqs=int(points.concurrent_seqs[i]), token_budget=rt.token_budget, prefill_replicas=x,
                decode_replicas=y, replicas=int(points.replicas[i]), objective=objective,
                objective_value=_num(float(points.metric(objective, slice(i, i + 1))[0])), limit=limit,
                metrics=metrics, kv_capacity_gb=kv_capacity / 1e9,
-               gpu_memory_utilization=float(r["memory_utilization"]),
-               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100),
-               kv_cache_free_fraction=float(r["kv_free_fraction"]))
+               engine=rt.engine, memory_fraction=rt.memory_fraction,
+               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100))
 
 
 def unit_label(row: Row) -> str:
@@ -155,6 +153,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     default_frontier: tuple[str, str] = ("tok_s_per_gpu", "tok_s_per_user")
     modes: tuple[str, ...] = ("aggregated",)  # serving modes swept (aggregated, disaggregated or both)
+    engine: str = ""  # the serving engine every configuration was evaluated under
 
     @property
     def evaluated(self) -> int:
@@ -189,9 +188,8 @@ class SearchResult:
         pairs = frontiers or [self.default_frontier]
         w = self.workload
         return {
-            "model": self.model, "objective": self.objective, "backend": self.backend,
-            "workload": {"input_len": w.input_len, "output_len": w.output_len, "token_budget": w.token_budget,
-                         "kv_reservation": w.kv_reservation, "disaggregated": w.disaggregated,
+            "model": self.model, "objective": self.objective, "backend": self.backend, "engine": self.engine,
+            "workload": {"input_len": w.input_len, "output_len": w.output_len, "disaggregated": w.disaggregated,
                          "modes": list(self.modes),
                          "target_rate": self.points.target_rate},
             "constraints": [c.label for c in self.constraints],

@@ -27,8 +27,9 @@ from ..datafiles import data_yaml
 from ..calibration.factors import resolve as resolve_calibration
 from ..config import Parallelism
 from ..deployment import Deployment, make_deployment
-from ..hardware import GPU, get_gpu, load_catalog
-from ..memory import runtime_defaults, weight_bytes_per_gpu
+from ..hardware import GPU, apply_overrides, get_gpu, load_catalog
+from ..memory import weight_bytes_per_gpu
+from ..runtime import runtime_reserve_bytes
 from ..model import ModelSpec
 from ..topology import island_size, link_defaults
 
@@ -79,16 +80,20 @@ class Space:
                          sorted(self.skipped.items(), key=lambda kv: -kv[1]))
 
 
-def resolve_gpus(gpus: list[str] | None, calibration=None) -> list[GPU]:
-    """Catalog GPUs by id (all when None), calibrated as make_deployment would calibrate them."""
-    ids = list(load_catalog()) if gpus is None else list(dict.fromkeys(gpus))
+def resolve_gpus(gpus: list[str] | None, calibration=None, gpu_overrides: dict | None = None,
+                 gpu_files: list | None = None) -> list[GPU]:
+    """Catalog GPUs by id (all when None; user hardware files included), calibrated as make_deployment
+    would calibrate them, then ``gpu_overrides`` (field: value, SI units) applied to each."""
+    catalog = load_catalog(gpu_files)
+    ids = list(catalog) if gpus is None else list(dict.fromkeys(gpus))
     if not ids:
         raise ValueError("gpus=[] is empty; allowed: GPU ids from `inferbound gpus`, or none for all")
     cal = resolve_calibration(calibration)
     out = []
     for gid in ids:
-        g = get_gpu(gid)  # ValueError: gpu='x' is not in the catalog; known: ...
-        out.append(cal.apply(g) if cal is not None else g)
+        g = get_gpu(gid, extra_paths=gpu_files)  # ValueError: gpu='x' is not in the catalog; known: ...
+        g = cal.apply(g) if cal is not None else g
+        out.append(apply_overrides(g, gpu_overrides) if gpu_overrides else g)
     return out
 
 
@@ -143,11 +148,12 @@ def candidate_layouts(m: ModelSpec, gpu: GPU, n: int, all_layouts: bool):
 
 
 def build_space(m: ModelSpec, gpus: list[GPU], max_gpus: int, dtypes: list[str] | None = None,
-                all_layouts: bool = False) -> Space:
-    """Every valid deployment of ``m`` on ``gpus`` with up to ``max_gpus`` GPUs (see module docstring)."""
+                all_layouts: bool = False, engine: str | None = None, engine_options: dict | None = None) -> Space:
+    """Every valid deployment of ``m`` on ``gpus`` with up to ``max_gpus`` GPUs under ``engine`` (its
+    profile and option overrides; see module docstring)."""
     combos = dtype_combos(dtypes)
     space = Space([], [])
-    reserve = runtime_defaults()["memory"]["runtime_reserve_bytes"]
+    reserve = runtime_reserve_bytes()
     for gpu in gpus:
         for n in gpu_counts(max_gpus):
             for tp, pp, ep, dp, att, nodes, rule in candidate_layouts(m, gpu, n, all_layouts):
@@ -164,7 +170,7 @@ def build_space(m: ModelSpec, gpus: list[GPU], max_gpus: int, dtypes: list[str] 
                     try:
                         dep = make_deployment(model=m, gpu=gpu, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes,
                                               attention_dp=att, weight_dtype=c.weight, act_dtype=c.act,
-                                              kv_dtype=c.kv)
+                                              kv_dtype=c.kv, engine=engine, engine_options=engine_options)
                     except ValueError as e:
                         field_name = str(e).split("=")[0].split(" ")[0]
                         space.skip(f"invalid {field_name} (layout checks)", f"{where}: {e}")

@@ -3,7 +3,8 @@
 Modules: ``requests`` (workloads and traces), ``blocks`` (paged KV pool), ``scheduler`` (one replica's
 continuous batching, chunked prefill, preemption), ``engine`` (event loop, replicas, disaggregated
 prefill/decode and KV transfer), ``ledger`` (what is recorded), ``metrics`` (summary), ``plot`` (PNG),
-``config`` (defaults from data/serving.yaml). The simulator only calls ``StepModel.step``.
+``config`` (the engine runtime of the deployment: runtime.py, data/engines.yaml), ``sources`` (open- and
+closed-loop arrivals). The simulator only calls ``StepModel.step``.
 
     >>> from inferbound.sim import simulate
     >>> r = simulate(model="llama-3.1-8b", gpu="h100_sxm", rate=2, requests=50, input_len=256, output_len=64)
@@ -20,13 +21,15 @@ from typing import Callable
 import numpy as np
 
 from ..deployment import Deployment, make_deployment
-from .config import engine_config, serving_defaults
+from ..explain import band
+from .config import engine_config, runtime_with
 from .engine import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
 from .metrics import request_table, summarize
 from .requests import Request, poisson, read_trace
+from .sources import ClosedLoop
 
-__all__ = ["simulate", "SimResult", "Request", "poisson", "read_trace", "serving_defaults"]
+__all__ = ["simulate", "SimResult", "Request", "poisson", "read_trace"]
 
 
 @dataclass
@@ -42,10 +45,7 @@ class SimResult:
 
     def error_bands(self) -> dict:
         """Expected relative error of latency and throughput figures (the calibration's serving bands)."""
-        cal = self.deployment.calibration
-        if cal is None:
-            return {}
-        out = {"latency": cal.band("serving", "latency", None), "throughput": cal.band("serving", "throughput", None)}
+        out = {k: band(self.deployment, "serving", k) for k in ("latency", "throughput")}
         return {k: v for k, v in out.items() if v is not None}
 
     def requests(self) -> dict[str, np.ndarray]:
@@ -73,39 +73,50 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
              seed: int = 0, replicas: int | None = None, prefill_replicas: int = 0, decode_replicas: int = 0,
              preemption: str | None = None, block_size: int | None = None,
              max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
-             num_blocks: int | None = None, gpu_memory_utilization: float | None = None,
+             num_blocks: int | None = None, memory_fraction: float | None = None,
              input_dist: str | None = None, output_dist: str | None = None,
+             concurrency: int | None = None, think_time: float = 0.0,
              slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None, slo_e2e_ms: float | None = None,
              progress: bool | Callable[[int, int], None] = False, **deployment_kwargs) -> SimResult:
-    """Simulate serving ``requests`` Poisson arrivals at ``rate`` req/s (``inf``: all at once), or a trace.
+    """Simulate serving ``requests`` Poisson arrivals at ``rate`` req/s (``inf``: all at once), a trace,
+    or ``concurrency`` closed-loop clients (each sends its next request when the previous completes,
+    after ``think_time`` seconds; ``rate`` is then unused).
 
     ``trace``: a CSV/JSONL path or a list of :class:`Request` (then rate, requests and lengths are
-    unused). Engine settings default to data/serving.yaml; ``num_blocks`` overrides the KV pool size
-    per replica. Pass a :class:`Deployment` or the keyword arguments of :func:`make_deployment`.
+    unused). The engine (block size, token budget, running-sequence cap, KV allocation, reservation,
+    preemption, chunked prefill, mixed steps) is the deployment's (``Deployment.runtime``); the
+    keyword overrides here (``block_size``, ``max_num_batched_tokens``, ``max_num_seqs``,
+    ``memory_fraction``, ``preemption``) replace its figures; ``num_blocks`` fixes the pool size per
+    replica. Pass a :class:`Deployment` or the keyword arguments of :func:`make_deployment`.
     ``progress``: True for a rich progress bar, or a callback(done, total).
     """
     dep = deployment or make_deployment(**deployment_kwargs)
-    cfg = engine_config(dep, block_size, max_num_batched_tokens, max_num_seqs, preemption, replicas,
-                        prefill_replicas, decode_replicas, num_blocks, gpu_memory_utilization)
+    rt = runtime_with(dep, block_size=block_size, token_budget=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                      memory_fraction=memory_fraction, preemption=preemption)
+    cfg = engine_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks)
     for name, v in (("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms), ("slo_e2e_ms", slo_e2e_ms)):
         if v is not None and not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
             raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
+    source = None if concurrency is None else ClosedLoop(concurrency, think_time)
     if trace is None:
-        reqs = poisson(rate, requests, input_len, output_len, seed, input_dist, output_dist)
+        reqs = poisson(math.inf if source is not None else rate, requests, input_len, output_len, seed,
+                       input_dist, output_dist)
     else:
         reqs = list(trace) if isinstance(trace, (list, tuple)) else read_trace(trace)
     if progress is True:
-        run = _with_progress_bar(dep, reqs, cfg)
+        run = _with_progress_bar(dep, reqs, cfg, source)
     else:
-        run = simulate_run(dep, reqs, cfg, progress or None)
+        run = simulate_run(dep, reqs, cfg, progress or None, source)
     slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
-    return SimResult(summarize(run, slo), run, dep)
+    summary = summarize(run, slo)
+    summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None)
+    return SimResult(summary, run, dep)
 
 
-def _with_progress_bar(dep, reqs, cfg) -> Run:
+def _with_progress_bar(dep, reqs, cfg, source=None) -> Run:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task("requests", total=len(reqs))
-        return simulate_run(dep, reqs, cfg, lambda done, total: bar.update(task, completed=done))
+        return simulate_run(dep, reqs, cfg, lambda done, total: bar.update(task, completed=done), source)

@@ -1,15 +1,16 @@
-"""Simulator settings: engine defaults from data/serving.yaml (sources there) and their validation."""
+"""Simulator settings: the deployment's engine runtime (runtime.py, cited in data/engines.yaml), the
+replicas, and their validation.
+
+One simulated replica schedules for all its attention groups: its token budget, running-sequence cap
+and block pool are the engine's per-group figures times the groups (each data-parallel rank of an
+attention-DP replica schedules and caches its own sequences; the step model prices the replica).
+"""
 from __future__ import annotations
 
-from ..datafiles import data_yaml
 from ..deployment import Deployment
+from ..runtime import Runtime, resolve
 from .blocks import kv_capacity_blocks
 from .engine import PREEMPTION, EngineConfig
-
-
-def serving_defaults() -> dict:
-    """The ``scheduler`` section of data/serving.yaml."""
-    return data_yaml("serving.yaml")["scheduler"]
 
 
 def _int(name: str, value, low: int) -> int:
@@ -18,28 +19,30 @@ def _int(name: str, value, low: int) -> int:
     return int(value)
 
 
-def engine_config(dep: Deployment, block_size=None, max_num_batched_tokens=None, max_num_seqs=None,
-                  preemption=None, replicas=None, prefill_replicas=0, decode_replicas=0, num_blocks=None,
-                  gpu_memory_utilization=None) -> EngineConfig:
-    """Fill defaults, validate (one-line errors) and size the KV pool of one replica.
+def runtime_with(dep: Deployment, **overrides) -> Runtime:
+    """The deployment's runtime, with simulator-level overrides (None = keep) applied on top."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if not given:
+        return dep.runtime
+    return resolve(dep, dep.engine, **{**dict(dep.engine_options), **given})
+
+
+def engine_config(dep: Deployment, rt: Runtime | None = None, replicas=None, prefill_replicas=0, decode_replicas=0,
+                  num_blocks=None) -> EngineConfig:
+    """Size and validate the simulated replicas (one-line errors).
 
     ``replicas`` defaults to the deployment's data-parallel copies (``par.replicas``). Disaggregated
     mode needs both ``prefill_replicas`` and ``decode_replicas`` >= 1. ``num_blocks`` overrides the
     pool size computed from memory (blocks.kv_capacity_blocks).
     """
-    d = serving_defaults()
-    bs = _int("block_size", d["block_size"] if block_size is None else block_size, 1)
-    budget = _int("max_num_batched_tokens", d["max_num_batched_tokens"] if max_num_batched_tokens is None
-                  else max_num_batched_tokens, 1)
-    seqs = _int("max_num_seqs", d["max_num_seqs"] if max_num_seqs is None else max_num_seqs, 1)
-    if seqs > budget:  # vLLM's own check (SchedulerConfig): every running sequence must fit one step
-        raise ValueError(f"max_num_seqs={seqs} must be <= max_num_batched_tokens={budget}")
-    pre = d["preemption"] if preemption is None else preemption
+    rt = rt or dep.runtime
+    groups = dep.par.attention_groups
+    budget, seqs = rt.token_budget * groups, rt.max_num_seqs * groups
+    if rt.mixed_batches and seqs > budget:  # vLLM's own check (SchedulerConfig): every running sequence fits a step
+        raise ValueError(f"max_num_seqs={rt.max_num_seqs} must be <= max_num_batched_tokens={rt.token_budget}")
+    pre = rt.preemption if rt.preemption != "none" else "recompute"
     if pre not in PREEMPTION:
         raise ValueError(f"preemption={pre!r} unknown; allowed: {', '.join(PREEMPTION)}")
-    util = d["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
-    if not isinstance(util, (int, float)) or not 0 < util <= 1:
-        raise ValueError(f"gpu_memory_utilization={util!r} must be in (0, 1]")
     px = _int("prefill_replicas", prefill_replicas or 0, 0)
     dx = _int("decode_replicas", decode_replicas or 0, 0)
     if (px > 0) != (dx > 0):
@@ -48,7 +51,8 @@ def engine_config(dep: Deployment, block_size=None, max_num_batched_tokens=None,
     reps = _int("replicas", dep.par.replicas if replicas is None else replicas, 1)
     if px and replicas not in (None, 1):
         raise ValueError(f"replicas={replicas} is for aggregated mode; with prefill/decode replicas leave it unset")
-    blocks = kv_capacity_blocks(dep, bs, budget, seqs, util) if num_blocks is None else _int("num_blocks", num_blocks, 1)
-    return EngineConfig(block_size=bs, max_num_batched_tokens=budget, max_num_seqs=seqs, num_blocks=blocks,
+    blocks = kv_capacity_blocks(dep, rt) if num_blocks is None else _int("num_blocks", num_blocks, 1)
+    return EngineConfig(block_size=rt.block_size, max_num_batched_tokens=budget, max_num_seqs=seqs, num_blocks=blocks,
                         preemption=pre, replicas=reps if not px else px + dx, prefill_replicas=px,
-                        decode_replicas=dx)
+                        decode_replicas=dx, reserve_full=rt.reservation == "max", chunked_prefill=rt.chunked_prefill,
+                        mixed_batches=rt.mixed_batches, engine=rt.describe())

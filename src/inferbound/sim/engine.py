@@ -56,6 +56,10 @@ class EngineConfig:
     replicas: int = 1
     prefill_replicas: int = 0
     decode_replicas: int = 0
+    reserve_full: bool = False  # admit only with blocks for prompt + every output token (never preempt)
+    chunked_prefill: bool = True  # a prompt may be split over steps
+    mixed_batches: bool = True  # prefill chunks ride in decode steps (else prefill-first steps)
+    engine: str = ""  # the engine and its settings, for the summary
 
     @property
     def disaggregated(self) -> bool:
@@ -116,8 +120,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
         if cfg.preemption == "swap" else 0.0
 
     def make(i: int, role: str) -> Replica:
-        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg.max_num_batched_tokens,
-                       cfg.max_num_seqs, cfg.preemption, swap_s, role)
+        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg, swap_s, role)
 
     if cfg.disaggregated:
         front = [make(i, "prefill") for i in range(cfg.prefill_replicas)]

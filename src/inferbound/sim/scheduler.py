@@ -15,6 +15,13 @@ so far, and the step that finishes it samples its next token. Each step, under a
    budget, ``max_num_seqs`` and free blocks allow; a prompt longer than the budget left is split
    (chunked prefill) and continues in (2) next step.
 
+Engine behaviour (sim/config.py, from the engine profile): with ``reserve_full`` (TensorRT-LLM's
+GUARANTEED_NO_EVICT) a request is admitted only when blocks for its prompt and every output token
+are free, takes them all at once and is never preempted; without ``chunked_prefill`` a prompt is
+admitted only when it fits the budget left whole; without ``mixed_batches`` (SGLang's prefill-first
+scheduler, vLLM V0) a step that can admit or continue a prefill runs prefills only, and decodes wait
+for the next step without one.
+
 Preemption (vLLM docs, "Preemption"): ``recompute`` frees the blocks and puts the request at the front
 of the queue with C = 0 (its generated tokens are kept and recomputed as prompt); ``swap`` copies its
 blocks to host memory (unbounded here) and back when it is readmitted, each way costing
@@ -87,14 +94,16 @@ class Prefilling:
 
 
 class Replica:
-    def __init__(self, index: int, sm: StepModel, pool: BlockManager, ledger: Ledger, budget: int,
-                 max_seqs: int, preemption: str, swap_s_per_block: float, role: str = "both"):
+    def __init__(self, index: int, sm: StepModel, pool: BlockManager, ledger: Ledger, cfg,
+                 swap_s_per_block: float, role: str = "both"):
         self.index, self.sm, self.pool, self.L = index, sm, pool, ledger
-        self.budget, self.max_seqs, self.preemption, self.role = budget, max_seqs, preemption, role
+        self.budget, self.max_seqs, self.preemption, self.role = (cfg.max_num_batched_tokens, cfg.max_num_seqs,
+                                                                  cfg.preemption, role)
+        self.reserve_full, self.chunked, self.mixed = cfg.reserve_full, cfg.chunked_prefill, cfg.mixed_batches
         self.swap_s_per_block = swap_s_per_block
         self.idle_w = sm.dep.gpu.power.idle_w
         self.waiting: deque[int] = deque()
-        self.dec = DecodeBatch(max_seqs)
+        self.dec = DecodeBatch(self.max_seqs)
         self.prefilling: list[Prefilling] = []  # in admission order
         self.admissions = 0
         self.busy = False
@@ -103,6 +112,18 @@ class Replica:
         self.preemptions = 0
         self.busy_s = 0.0
         self.energy_j_per_gpu = 0.0
+
+    def _admissible(self) -> bool:
+        """Whether the first waiting request could be admitted now (prefill-first engines)."""
+        if not self.waiting or self.dec.n + len(self.prefilling) >= self.max_seqs:
+            return False
+        L, rid, bs = self.L, self.waiting[0], self.pool.block_size
+        c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
+        k = min(total - c, self.budget)
+        if not self.chunked and k < total - c:
+            return False
+        need = blocks_for(L.prompt[rid] + L.output[rid] - 1 if self.reserve_full else c + k, bs)
+        return need <= self.pool.free
 
     # -- preemption --------------------------------------------------------------------------------
     def _newest(self):
@@ -148,8 +169,9 @@ class Replica:
         d, L, pool, bs = self.dec, self.L, self.pool, self.pool.block_size
         extra_s = 0.0
         preempted = False
-        # (1) decodes
-        if d.n:
+        prefill_only = not self.mixed and (self.prefilling or self._admissible())
+        # (1) decodes (their blocks were taken at admission under reserve_full)
+        if d.n and not self.reserve_full and not prefill_only:
             need = d.cached[:d.n] % bs == 0
             k = int(np.count_nonzero(need))
             while k > pool.free:
@@ -160,7 +182,7 @@ class Replica:
                 k = int(np.count_nonzero(need))
             pool.allocate(k)
             d.blocks[:d.n] += need
-        n_dec = d.n
+        n_dec = 0 if prefill_only else d.n
         left = self.budget - n_dec
         # (2) continuing prefills
         chunks, sched = [], []
@@ -168,7 +190,7 @@ class Replica:
         while i < len(self.prefilling) and left > 0:
             e = self.prefilling[i]
             k = min(e.total - e.cached, left)
-            extra = blocks_for(e.cached + k, bs) - e.blocks
+            extra = max(blocks_for(e.cached + k, bs) - e.blocks, 0)
             while extra > pool.free and len(self.prefilling) - 1 > i:
                 extra_s += self._evict_prefilling(len(self.prefilling) - 1)
                 preempted = True
@@ -188,7 +210,9 @@ class Replica:
                 rid = self.waiting[0]
                 c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
                 k = min(total - c, left)
-                need_b = blocks_for(c + k, bs)
+                if not self.chunked and k < total - c:
+                    break
+                need_b = blocks_for(L.prompt[rid] + L.output[rid] - 1 if self.reserve_full else c + k, bs)
                 if need_b > pool.free:
                     break
                 self.waiting.popleft()
@@ -206,8 +230,13 @@ class Replica:
                     chunks.append((c, k))
                     sched.append((e, k))
                 left -= k
-        n_dec = d.n
+        n_dec = 0 if prefill_only else d.n
         if n_dec == 0 and not chunks:
+            if prefill_only and d.n:  # nothing could be admitted after all: decode instead
+                self.mixed = True
+                out = self.start_step(t)
+                self.mixed = False
+                return out
             return None
         mode = "stream" if t == self.last_end else "isolated"
         run_s, watts = self.sm.step(d.cached[:n_dec], chunks, mode)

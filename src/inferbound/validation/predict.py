@@ -2,8 +2,9 @@
 
 One prediction per distinct setup (all metrics of a run share it). Blank dtypes follow the schema:
 weights default to bf16, activations to the weight format when that is a compute format (else bf16),
-the KV cache to the activations. ``num_gpus`` beyond tp·pp is data parallel. Known departures of an
-engine from the model's architecture (data/frameworks.yaml) apply by the row's ``framework``.
+the KV cache to the activations. ``num_gpus`` beyond tp·pp is data parallel. The row's ``framework``
+text names the engine profile (data/engines.yaml ``frameworks``): its memory rule, block size, token
+budget, caps, reservation and scheduling, and its departures from the model (sliding windows).
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 
-from ..datafiles import data_yaml
 from ..deployment import Deployment, make_deployment
+from ..engines import engine_for_framework
 from ..estimate import estimate
 from .. import step
 from ..memory import weight_bytes_per_gpu
@@ -26,6 +27,7 @@ class Prediction:
     predicted: float | None
     reason: str = ""  # why not covered
     bound: str | None = None  # what binds the phase behind this metric (prefill for TTFT, else decode)
+    note: str = ""  # a guess the user should know about (e.g. an unknown framework: the default engine)
 
     @property
     def covered(self) -> bool:
@@ -37,16 +39,15 @@ class Prediction:
         return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
 
 
-def framework_profiles() -> dict:
-    return data_yaml("frameworks.yaml") or {}
-
-
-def framework_profile(framework: str) -> dict:
-    """Engine behaviour for a row's ``framework`` (data/frameworks.yaml, prefix match)."""
-    for name, prof in framework_profiles().items():
-        if framework.startswith(name):
-            return prof
-    return {}
+def engine_of(framework: str) -> str | None:
+    """The engine profile a row's ``framework`` names (engines.yaml ``frameworks``); blank or text no rule
+    matches: the default engine (predict_rows notes it on the row)."""
+    if not framework.strip():
+        return None
+    try:
+        return "@".join(engine_for_framework(framework))
+    except ValueError:
+        return None
 
 
 def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
@@ -55,11 +56,11 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     if row.num_gpus % (row.tp * row.pp):
         raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
     dp = row.num_gpus // (row.tp * row.pp)
+    engine = engine_of(row.framework)
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
                           weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files,
-                          calibration=calibration,
-                          sliding_window=framework_profile(row.framework).get("sliding_window", True))
+                          calibration=calibration, engine=engine)
     return dep
 
 
@@ -123,11 +124,14 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
             predictor = PREDICTORS.get(first.scenario)
             if predictor is None:
                 raise ValueError(f"scenario={first.scenario!r} has no predictor")
-            values = predictor(deployment_for(first, calibration, gpu_files), first)
+            dep = deployment_for(first, calibration, gpu_files)
+            note = "" if not first.framework.strip() or engine_of(first.framework) else \
+                f"framework={first.framework!r} names no engine profile: predicted with the default {dep.engine}"
+            values = predictor(dep, first)
             for r in group:
                 bound = values.get("_bound_prefill" if r.metric == "ttft_ms" else "_bound_decode")
-                out[id(r)] = Prediction(r, float(values[r.metric]), bound=bound) if r.metric in values else \
-                    Prediction(r, None, f"metric={r.metric!r} not predicted for scenario {r.scenario}")
+                out[id(r)] = Prediction(r, float(values[r.metric]), bound=bound, note=note) if r.metric in values \
+                    else Prediction(r, None, f"metric={r.metric!r} not predicted for scenario {r.scenario}")
         except (ValueError, KeyError) as e:
             reason = e.args[0] if e.args else str(e)
             for r in group:

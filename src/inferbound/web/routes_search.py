@@ -14,6 +14,7 @@ from .budget import Deadline, OverBudget, heavy_slot, seconds_for
 from .compute import computing
 from .errors import ApiError, jsonable
 from .modelsource import resolve_model
+from ..options import ENGINE, engine_options
 from .schemas import MAX_SEARCH_SIZE, SearchIn
 
 router = APIRouter(prefix="/api", tags=["search"])
@@ -47,10 +48,12 @@ def search(req: SearchIn, request: Request) -> dict:
                              slo_ttft_ms=req.slo_ttft_ms, slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,
                              max_dollars_per_hour=req.max_dollars_per_hour, max_watts=req.max_watts,
                              max_total_gpus=req.max_total_gpus, target_rate=req.target_rate,
-                             input_len=req.input_len, output_len=req.output_len, disaggregated=req.disaggregated,
+                             input_len=req.input_len, output_len=req.output_len,
+                             disaggregated="both" if req.both_modes else req.disaggregated,
                              backend="local", progress=Deadline(seconds_for(request)),
                              calibration=req.calibration_arg, dtypes=req.dtypes, all_layouts=req.all_layouts,
-                             top=req.top, token_budget=req.token_budget)
+                             top=req.top, engine=req.engine,
+                             engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}))
         except OverBudget as e:
             done, total, seconds = e.args
             raise ApiError("max_gpus", f"search stopped after {seconds:g} s of work ({done:,} of {total:,} layouts "

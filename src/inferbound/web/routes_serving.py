@@ -43,17 +43,15 @@ def simulate(req: SimulateIn, request: Request) -> dict:
     from ..sim import poisson, simulate as run_simulation  # optional subpackage, imported on use
 
     dep = deployment(req)
-    rate = math.inf if req.rate == "inf" else float(req.rate)
+    rate = math.inf if req.rate == "inf" or req.concurrency is not None else float(req.rate)
     with heavy_slot(request), computing(req):
         reqs = poisson(rate, req.requests, req.input_len, req.output_len, req.seed, req.input_dist, req.output_dist)
         _check_workload(reqs, req)
         try:
             res = run_simulation(dep, trace=reqs, replicas=req.replicas, prefill_replicas=req.prefill_replicas,
-                                 decode_replicas=req.decode_replicas, preemption=req.preemption,
-                                 block_size=req.block_size, max_num_batched_tokens=req.max_num_batched_tokens,
-                                 max_num_seqs=req.max_num_seqs, num_blocks=req.num_blocks,
-                                 gpu_memory_utilization=req.gpu_memory_utilization, slo_ttft_ms=req.slo_ttft_ms,
-                                 slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,
+                                 decode_replicas=req.decode_replicas, num_blocks=req.num_blocks,
+                                 concurrency=req.concurrency, think_time=req.think_time,
+                                 slo_ttft_ms=req.slo_ttft_ms, slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,
                                  progress=Deadline(seconds_for(request)))
         except OverBudget as e:
             done, total, seconds = e.args

@@ -1,7 +1,8 @@
-"""Request bodies of the JSON API: pydantic models whose field constraints are the server's work caps.
+"""Request bodies of the JSON API, built from the declared options (options.py) that also build the CLI,
+so both faces take the same options with the same names, defaults, ranges and help.
 
-Every numeric field has an upper bound, so one request cannot ask for unbounded work (the caps are
-the module constants below and appear in the OpenAPI schema). A deployment names its model either by
+Every numeric field has an upper bound, so one request cannot ask for unbounded work (an option's
+``api_le``, or the module constants below; they appear in the OpenAPI schema). A deployment names its model either by
 catalog name (``model``: an alias such as ``llama-3.1-8b`` or a catalog HF id) or by a pasted
 ``config`` (the config.json object) — exactly one of the two. Server files are never named: there is
 no field for a path, a hardware file or a calibration file.
@@ -11,17 +12,18 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from .. import options as opts
 from ..dtypes import DType
 
 #: caps on the work one request may ask for
-MAX_GPUS = 4096
-MAX_BATCH = 4096
-MAX_TOKENS = 1_000_000            # prompt or output tokens of one request
+MAX_GPUS = opts.MAX_GPUS
+MAX_BATCH = opts.MAX_BATCH
+MAX_TOKENS = opts.MAX_TOKENS      # prompt or output tokens of one request
 MAX_OFFLINE_REQUESTS = 1_000_000  # max-throughput: requests issued at once (closed form, cheap)
-MAX_TOKEN_BUDGET = 1 << 20
-MAX_SIM_REQUESTS = 20_000
+MAX_TOKEN_BUDGET = opts.MAX_TOKEN_BUDGET
+MAX_SIM_REQUESTS = opts.MAX_SIM_REQUESTS
 MAX_SIM_OUTPUT = 131_072          # output tokens of one simulated request
 MAX_SIM_OUTPUT_TOKENS = 1_000_000  # output tokens of all simulated requests together
 MAX_SIM_REPLICAS = 64
@@ -102,63 +104,66 @@ class ModelIn(Strict):
         return self
 
 
-class DeploymentIn(ModelIn):
-    """Model + GPU + parallel layout + dtypes (the fields of ``inferbound.make_deployment``)."""
 
-    gpu: str = Field("h100_sxm", pattern=GPU_PATTERN, description="GPU id from GET /api/gpus")
-    num_gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="default tp*pp*dp")
-    tp: int | None = Field(None, ge=1, le=MAX_GPUS, description="default num_gpus/(pp*dp), or 1")
-    pp: int = Field(1, ge=1, le=MAX_GPUS)
-    ep: int = Field(1, ge=1, le=MAX_GPUS)
-    dp: int = Field(1, ge=1, le=MAX_GPUS)
-    nodes: int = Field(1, ge=1, le=MAX_GPUS)
-    attention_dp: bool = False
-    weight_dtype: DType = "bf16"
-    act_dtype: DType = "bf16"
-    kv_dtype: DType | None = Field(None, description="default: as the activations")
-    emulate: bool = Field(False, description="allow formats the GPU lacks (weight-only emulation)")
-    sequence_parallel: bool = False
-    pp_split: list[int] | None = Field(None, min_length=1, max_length=MAX_CONFIG_LAYERS,
-                                       description="layers per pipeline stage")
-    microbatches: int | None = Field(None, ge=1, le=MAX_BATCH)
-    collective_algo: CollectiveAlgo = "auto"
-    comm_overlap: float = Field(0.0, ge=0, le=1)
-    sliding_window: bool = Field(True, description="false: the engine ignores the model's sliding windows")
-    gpu_overrides: dict[str, float | int | bool | None] | None = Field(
-        None, max_length=MAX_OVERRIDES, description="GPU fields to set, SI units ('hbm_bw', 'efficiency.compute')")
+def _field(o: opts.Opt):
+    """(annotation, Field) of one declared option in the API."""
+    bounds = {k: v for k, v in (("ge", o.ge), ("gt", o.gt), ("le", o.api_le if o.api_le is not None else o.le))
+              if v is not None}
+    if o.choices is not None:
+        t = Literal[o.choices]  # type: ignore[valid-type]
+    elif o.kind == "list_int":
+        t = list[Annotated[int, Field(ge=1, le=MAX_CONFIG_LAYERS)]]
+        bounds = {"min_length": 1, "max_length": MAX_CONFIG_LAYERS}
+    elif o.kind == "kv":
+        t = dict[str, Scalar]
+        bounds = {"max_length": MAX_OVERRIDES}
+    elif o.kind == "list_str":
+        t = list[str]
+    else:
+        t = {"int": int, "float": float, "bool": bool, "str": str}[o.kind]
+    if o.default is None:
+        t = t | None
+    return t, Field(o.default, description=o.help, **bounds)
 
-    @field_validator("pp_split")
+
+def _model(name: str, base, groups, skip=(), doc: str = ""):
+    fields = {o.name: _field(o) for g in groups for o in g if o.api and o.name not in skip}
+    return create_model(name, __base__=base, __doc__=doc, **fields)
+
+
+class _DeploymentBase(ModelIn):
+    @field_validator("gpu", check_fields=False)
     @classmethod
-    def _split_sizes(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and any(not 1 <= x <= MAX_CONFIG_LAYERS for x in v):
-            raise ValueError(f"every stage must hold 1..{MAX_CONFIG_LAYERS} layers")
+    def _gpu_id(cls, v: str) -> str:
+        import re
+        if not re.match(GPU_PATTERN, v):
+            raise ValueError(f"gpu={v!r} is not a GPU id; allowed: ids from GET /api/gpus")
         return v
 
-    @field_validator("gpu_overrides")
+    @field_validator("gpu_overrides", "model_overrides", check_fields=False)
     @classmethod
-    def _finite_gpu(cls, v):
+    def _finite_overrides(cls, v, info):
         if v is not None:
-            check_numbers(v, "gpu_overrides")
+            check_numbers(v, info.field_name)
         return v
 
     def deployment_kwargs(self) -> dict:
         """Keyword arguments of make_deployment except the model (resolved separately, see modelsource)."""
-        return dict(gpu=self.gpu, num_gpus=self.num_gpus, tp=self.tp, pp=self.pp, ep=self.ep, dp=self.dp,
-                    nodes=self.nodes, attention_dp=self.attention_dp, weight_dtype=self.weight_dtype,
-                    act_dtype=self.act_dtype, kv_dtype=self.kv_dtype, emulate=self.emulate,
-                    sequence_parallel=self.sequence_parallel,
-                    pp_split=tuple(self.pp_split) if self.pp_split is not None else None,
-                    microbatches=self.microbatches, collective_algo=self.collective_algo,
-                    comm_overlap=self.comm_overlap, sliding_window=self.sliding_window,
-                    gpu_overrides=self.gpu_overrides or None, calibration=self.calibration_arg)
+        d = {o.name: getattr(self, o.name) for o in opts.DEPLOYMENT
+             if o.api and o.name not in ("model", "model_overrides", "calibration")}
+        d["pp_split"] = tuple(d["pp_split"]) if d.get("pp_split") is not None else None
+        d["gpu_overrides"] = d.get("gpu_overrides") or None
+        v = {o.name: getattr(self, o.name) for o in opts.ENGINE}
+        return {**d, "calibration": self.calibration_arg, "engine": self.engine,
+                "engine_options": opts.engine_options(v)}
 
 
-class WorkloadIn(DeploymentIn):
-    """A deployment and a static batch: ``batch`` prompts of ``input_len`` tokens, ``output_len`` generated."""
-
-    batch: int = Field(8, ge=1, le=MAX_BATCH)
-    input_len: int = Field(1024, ge=1, le=MAX_TOKENS)
-    output_len: int = Field(256, ge=1, le=MAX_TOKENS)
+_SKIP = ("model", "calibration")  # ModelIn declares them (catalog name or pasted config; never a server file)
+DeploymentIn = _model("DeploymentIn", _DeploymentBase, (opts.DEPLOYMENT, opts.ENGINE), _SKIP,
+                      "Model + GPU + parallel layout + dtypes + serving engine (the fields of make_deployment).")
+WorkloadIn = _model("WorkloadIn", DeploymentIn, (opts.STATIC,), (),
+                    "A deployment and a static batch: ``batch`` prompts of ``input_len`` tokens, ``output_len`` "
+                    "generated.")
 
 
 class EstimateIn(WorkloadIn):
@@ -166,41 +171,33 @@ class EstimateIn(WorkloadIn):
 
     scenario: Scenario = "static"
     num_requests: int = Field(10_000, ge=1, le=MAX_OFFLINE_REQUESTS, description="max-throughput: requests issued")
-    token_budget: int | None = Field(None, ge=1, le=MAX_TOKEN_BUDGET, description="max-throughput: tokens per step")
-    kv_reservation: Literal["max", "average"] | None = None
 
 
-class SimulateIn(DeploymentIn):
-    """Serving simulation: Poisson arrivals at ``rate`` (or all at once), continuous batching."""
-
-    rate: float | Literal["inf"] = Field(2.0, description="requests/s (> 0), or 'inf': all at t=0")
-    requests: int = Field(200, ge=1, le=MAX_SIM_REQUESTS)
-    input_len: int = Field(1024, ge=1, le=MAX_TOKENS)
-    output_len: int = Field(256, ge=1, le=MAX_SIM_OUTPUT)
-    input_dist: str | None = Field(None, pattern=DIST_PATTERN, max_length=64,
-                                   description="fixed, uniform:LO:HI, normal:MEAN:STD, exponential[:MEAN]")
-    output_dist: str | None = Field(None, pattern=DIST_PATTERN, max_length=64)
-    seed: int = Field(0, ge=0, le=2**32 - 1)
-    replicas: int | None = Field(None, ge=1, le=MAX_SIM_REPLICAS)
-    prefill_replicas: int = Field(0, ge=0, le=MAX_SIM_REPLICAS)
-    decode_replicas: int = Field(0, ge=0, le=MAX_SIM_REPLICAS)
-    preemption: Literal["recompute", "swap"] | None = None
-    block_size: int | None = Field(None, ge=1, le=1024)
-    max_num_batched_tokens: int | None = Field(None, ge=1, le=MAX_TOKEN_BUDGET)
-    max_num_seqs: int | None = Field(None, ge=1, le=MAX_BATCH)
-    num_blocks: int | None = Field(None, ge=1, le=100_000_000)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    slo_ttft_ms: float | None = Field(None, gt=0, le=1e9)
-    slo_tpot_ms: float | None = Field(None, gt=0, le=1e9)
-    slo_e2e_ms: float | None = Field(None, gt=0, le=1e9)
+class _SimulateBase(DeploymentIn):
     timeline: bool = Field(False, description="include per-step samples (thinned to 500 points)")
 
-    @field_validator("rate")
+    @field_validator("rate", check_fields=False)
     @classmethod
     def _rate(cls, v):
         if v != "inf" and not 0 < v <= 1e9:
             raise ValueError("rate must be > 0 and <= 1e9 requests/s, or 'inf'")
         return v
+
+    @field_validator("input_dist", "output_dist", check_fields=False)
+    @classmethod
+    def _dist(cls, v):
+        import re
+        if v is not None and (len(v) > 64 or not re.match(DIST_PATTERN, v)):
+            raise ValueError("must be fixed, uniform:LO:HI, normal:MEAN:STD or exponential[:MEAN]")
+        return v
+
+
+SimulateIn = _model("SimulateIn", _SimulateBase, (opts.SERVING,), ("rate",),
+                    "Serving simulation: Poisson arrivals at ``rate`` (or all at once, 'inf'), or ``concurrency`` "
+                    "closed-loop clients; continuous batching under the engine's rules.")
+SimulateIn = create_model("SimulateIn", __base__=SimulateIn, __doc__=SimulateIn.__doc__,
+                          rate=(float | Literal["inf"], Field(2.0, description="requests/s (> 0), or 'inf': all at t=0")),
+                          requests=(int, Field(200, ge=1, le=MAX_SIM_REQUESTS, description="requests to simulate")))
 
 
 class ValidateIn(Strict):
@@ -214,30 +211,39 @@ class ValidateIn(Strict):
         return None if self.calibration == "default" else self.calibration
 
 
-class SearchIn(ModelIn):
-    """Search GPU types x counts x layouts x dtypes x concurrency for ``objective`` under SLOs and budgets.
-
-    Size cap: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE, a quarter of it with all_layouts;
-    ``gpus`` null means the whole catalog. The frontier is thinned to ``max_points`` evenly along x.
-    """
-
-    gpus: list[GpuId] | None = Field(None, min_length=1, max_length=64, description="GPU ids (null: the whole catalog)")
-    max_gpus: int = Field(8, ge=1, le=MAX_SEARCH_GPUS, description="largest layout (GPUs of one replica)")
-    objective: Objective = "tok_s_per_gpu"
-    input_len: int = Field(1024, ge=1, le=MAX_TOKENS)
-    output_len: int = Field(256, ge=2, le=MAX_TOKENS)
-    slo_ttft_ms: float | None = Field(None, gt=0, le=1e9)
-    slo_tpot_ms: float | None = Field(None, gt=0, le=1e9)
-    slo_e2e_ms: float | None = Field(None, gt=0, le=1e9)
-    max_dollars_per_hour: float | None = Field(None, gt=0, le=1e9)
-    max_watts: float | None = Field(None, gt=0, le=1e12)
-    max_total_gpus: int | None = Field(None, ge=1, le=1_000_000)
-    target_rate: float | None = Field(None, gt=0, le=1e9, description="requests/s the fleet must serve")
-    disaggregated: bool = False
-    dtypes: list[SearchDtype] | None = Field(None, min_length=1, max_length=4)
-    all_layouts: bool = False
-    top: int = Field(10, ge=1, le=100)
-    token_budget: int | None = Field(None, ge=1, le=MAX_TOKEN_BUDGET)
+class _SearchBase(ModelIn):
     frontier_x: Metric = "tok_s_per_gpu"
     frontier_y: Metric = "tok_s_per_user"
     max_points: int = Field(500, ge=2, le=MAX_FRONTIER_POINTS)
+
+    @field_validator("gpus", check_fields=False)
+    @classmethod
+    def _gpu_ids(cls, v):
+        import re
+        if v is not None:
+            if not 1 <= len(v) <= 64:
+                raise ValueError("name 1..64 GPU ids, or null for the whole catalog")
+            for g in v:
+                if not re.match(GPU_PATTERN, g):
+                    raise ValueError(f"gpu={g!r} is not a GPU id; allowed: ids from GET /api/gpus")
+        return v
+
+    @field_validator("dtypes", check_fields=False)
+    @classmethod
+    def _dtypes(cls, v):
+        allowed = ("bf16", "fp8", "int4", "fp4")
+        if v is not None and (not 1 <= len(v) <= 4 or any(d not in allowed for d in v)):
+            raise ValueError(f"dtypes must list 1..4 of {', '.join(allowed)}")
+        return v
+
+
+SearchIn = _model("SearchIn", _SearchBase, (opts.SEARCH, opts.ENGINE), _SKIP,
+                  "Search GPU types x counts x layouts x dtypes x concurrency for ``objective`` under SLOs and budgets, "
+                  "under one serving engine. Size cap: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE, a quarter "
+                  "of it with all_layouts; ``gpus`` null means the whole catalog. The frontier is thinned to "
+                  "``max_points`` evenly along x.")
+SearchIn = create_model("SearchIn", __base__=SearchIn, __doc__=SearchIn.__doc__,
+                        gpus=(list[str] | None, Field(None, description="GPU ids (null: the whole catalog)")),
+                        dtypes=(list[str] | None, Field(None, description="dtype combinations: bf16, fp8, int4, fp4")),
+                        max_gpus=(int, Field(8, ge=1, le=MAX_SEARCH_GPUS, description="largest layout (GPUs of one "
+                                                                                        "replica)")))

@@ -8,14 +8,15 @@ The operating point is the D that maximizes D / t(D) over every feasible D (all 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from ..deployment import Deployment, make_deployment
 from ..energy import dollars_per_second, per_million, power_w
 from ..explain import band, phase
-from ..memory import runtime_defaults
+from ..engines import trtllm_bench_limits
+from ..runtime import profile_of
 from ..stepmodel import StepModel
 from . import steady_state
 
@@ -49,56 +50,57 @@ class MaxThroughput:
     joules_per_output_token: float
     output_tokens_per_joule: float
     usd_per_million_output_tokens: float | None
-    kv_fraction: float = 0.9
+    memory_fraction: float | None = None  # the engine's KV memory fraction (None: automatic, SGLang)
+    engine_settings: str = ""  # the engine and its settings (runtime.Runtime.describe)
+    max_num_seqs: int | None = None  # per attention group
+    block_size: int = 16
     error_band: float | None = None  # expected relative error of the throughput (calibration residuals)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
-                   num_requests: int = 10_000, token_budget: int | None = None,
-                   kv_reservation: str | None = None, block_size: int | None = None,
-                   max_num_seqs: int | None = None, kv_fraction: float | None = None,
-                   **deployment_kwargs) -> MaxThroughput:
-    """Find the decode batch that maximizes output tokens/s (see module docstring).
+def bench_limits(dep, rt, input_len: int, output_len: int):
+    """The engine's offline benchmark limits where its harness derives them from the workload
+    (TensorRT-LLM's trtllm-bench: max_batch_size and max_num_tokens from the KV-bound request count at
+    its heuristic KV fraction, engines.trtllm_bench_limits); else the runtime as it is."""
+    p = profile_of(rt.engine)
+    b = p.trtllm_bench
+    if b is None or {"max_num_seqs", "token_budget"} & set(rt.overridden):
+        return rt
+    probe = replace(rt, memory_fraction=b.heuristic_kv_fraction.value, reservation="max")
+    requests, _, _ = steady_state.kv_sequences(dep, input_len, output_len, probe)
+    seqs, tokens = trtllm_bench_limits(p, requests / dep.par.attention_groups, input_len, output_len, dep.par.pp)
+    return replace(rt, max_num_seqs=int(seqs), token_budget=int(tokens))
 
-    ``kv_fraction``: share of the memory left after weights, activations and reserve given to the KV
-    cache (default data/runtime.yaml ``kv_free_fraction``); ``block_size``: paged-KV block tokens.
-    """
+
+def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
+                   num_requests: int = 10_000, **deployment_kwargs) -> MaxThroughput:
+    """Find the decode batch that maximizes output tokens/s (see module docstring) under the
+    deployment's engine as it runs an offline benchmark (``Deployment.offline_runtime``: its KV rule,
+    block size, reservation, token budget and running-sequence cap, and the limits its benchmark
+    harness sets, ``bench_limits``). Pass a Deployment or the keyword arguments of make_deployment
+    (``engine=``, ``engine_options=`` included)."""
     dep = deployment or make_deployment(**deployment_kwargs)
-    d = runtime_defaults()
-    budget = int(d["memory"]["default_token_budget"] if token_budget is None else token_budget)
-    policy = d["max_throughput"]["kv_reservation"] if kv_reservation is None else kv_reservation
-    block = int(d["max_throughput"]["kv_block_size"] if block_size is None else block_size)
-    for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1),
-                         ("token_budget", budget, 1), ("block_size", block, 1)):
+    for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1)):
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
-    if policy not in ("max", "average"):
-        raise ValueError(f"kv_reservation={policy!r} unknown; allowed: max, average")
-    frac = float(d["memory"]["kv_free_fraction"] if kv_fraction is None else kv_fraction)
-    if not 0 < frac <= 1:
-        raise ValueError(f"kv_fraction={frac} must be in (0, 1]")
+    rt = bench_limits(dep, dep.offline_runtime(), input_len, output_len)
     m, par = dep.model, dep.par
     groups = par.attention_groups
-    caps, capacity, kv_seq = steady_state.caps(dep, input_len, output_len, budget, policy, block, kv_fraction=frac)
+    caps, capacity, kv_seq = steady_state.caps(dep, input_len, output_len, rt)
     seqs_kv = groups * capacity / kv_seq if kv_seq > 0 else np.inf
-    held = steady_state.held_tokens(input_len, output_len, policy, block)
+    held = steady_state.held_tokens(input_len, output_len, rt.reservation, rt.block_size)
     caps["requests"] = num_requests
-    if max_num_seqs is not None:
-        if max_num_seqs < 1:
-            raise ValueError(f"max_num_seqs={max_num_seqs} must be >= 1")
-        caps["max_num_seqs"] = int(max_num_seqs)
     d_max = min(caps.values())
     if d_max < 1:
         raise ValueError(f"no request fits: KV capacity {capacity / 1e9:.2f} GB per GPU holds {seqs_kv:.2f} "
-                         f"sequences of {held:.0f} tokens ({dep.label()})")
-    sm = StepModel(dep, budget * groups + groups, grid_points=MAX_THROUGHPUT_GRID)
+                         f"sequences of {held:.0f} tokens ({dep.label()}, {rt.label})")
+    sm = StepModel(dep, rt.token_budget * groups + groups, grid_points=MAX_THROUGHPUT_GRID)
     dec = np.arange(1, d_max + 1, dtype=float)
-    cost = sm.price(steady_state.load(m, dec, input_len, output_len))
-    t = np.asarray(cost.time, dtype=float)
-    watts = power_w(dep.gpu, dep.compute_dtype, cost.flops, cost.bytes, t)
+    t, flops, moved, cost = steady_state.step_cost(sm, rt, dec, input_len, output_len)
+    t = np.asarray(t, dtype=float)
+    watts = power_w(dep.gpu, dep.compute_dtype, flops, moved, t)
     tput = dec / t
     i = int(np.argmax(tput))
     best = dec[i]
@@ -115,8 +117,9 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         step_time_s=float(t[i]), output_tok_s=out_tok_s,
         output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]),
         requests_per_s=out_tok_s / output_len, total_tok_s=out_tok_s * (input_len + output_len) / output_len,
-        kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(seqs_kv), token_budget=budget,
-        kv_reservation=policy, limited_by=limited, bound=bound, power_per_gpu_w=power,
+        kv_capacity_bytes_per_gpu=capacity, kv_limit_concurrency=float(seqs_kv), token_budget=rt.token_budget,
+        kv_reservation=rt.reservation, limited_by=limited, bound=bound, power_per_gpu_w=power,
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
-        usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_fraction=frac,
+        usd_per_million_output_tokens=per_million(dps, out_tok_s), memory_fraction=rt.memory_fraction,
+        engine_settings=rt.describe(), max_num_seqs=rt.max_num_seqs, block_size=rt.block_size,
         error_band=band(dep, "max_throughput", "throughput", bound))

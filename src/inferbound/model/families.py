@@ -1,0 +1,278 @@
+"""Per-family rules: how each HF ``model_type`` lays out its modules, as transformers 5 builds them.
+
+Most families are a pre-norm decoder (attention + MLP, two norms) that differ in a few switches; those
+are the :class:`Traits` rows below, each naming the modeling file it follows
+(``transformers/models/<family>/modeling_<family>.py``). Families with their own layout (Falcon, OPT,
+GPT-2/J, BLOOM) and the state-space / hybrid families (``hybrids.py``) have a function each.
+
+A switch is either a constant or the config key that sets it (read as a JSON boolean, absent = the
+config class default from data/model_families.yaml). Window and MoE layouts are named rules
+(``layout.py``). Every family a config can name is in :data:`SUPPORTED`; anything else is refused by the
+loader unless the caller names a family to assume.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .layout import group_layers, moe_layout, window_layout
+from .validate import Reader
+
+
+@dataclass(frozen=True)
+class Traits:
+    """Switches of a pre-norm decoder family (see module docstring)."""
+
+    gated: bool = True                      # gate/up/down MLP (SwiGLU, GeGLU) vs up/down
+    norm: str = "rms"                       # rms | layernorm | layernorm_nobias | none (non-parametric)
+    norms: int = 2                          # norms per layer
+    qkv_bias: bool | str = "attention_bias"
+    out_bias: bool | str = "attention_bias"
+    mlp_bias: bool | str = False
+    qk_norm: str = "none"                   # none | head | full
+    qk_norm_key: str | None = None          # qk_norm only when this config key is true
+    windows: str = "none"                   # rule name in layout.window_layout
+    moe: str | None = None                  # rule name in layout.moe_layout
+    ff_keys: tuple[str, ...] = ("intermediate_size",)
+    lm_head_bias: bool | str = False
+    parallel: bool = False                  # attention and MLP read the same normed input
+    sinks: bool = False
+    mla: bool = False
+
+
+TRAITS: dict[str, Traits] = {
+    "llama": Traits(mlp_bias="mlp_bias"),
+    "granite": Traits(mlp_bias="mlp_bias"),
+    "smollm3": Traits(mlp_bias="mlp_bias", windows="smollm3"),
+    "mistral": Traits(qkv_bias=False, out_bias=False, windows="all"),
+    "mixtral": Traits(qkv_bias=False, out_bias=False, windows="all", moe="mixtral"),
+    "qwen2": Traits(qkv_bias=True, out_bias=False, windows="qwen2"),
+    "qwen2_moe": Traits(qkv_bias="qkv_bias", out_bias=False, windows="qwen2_moe", moe="qwen2_moe"),
+    "qwen3": Traits(qk_norm="head", windows="qwen2"),
+    "qwen3_moe": Traits(qk_norm="head", windows="qwen3_moe", moe="qwen3_moe"),
+    "gemma": Traits(),
+    "gemma2": Traits(norms=4, windows="gemma2"),
+    "gemma3_text": Traits(norms=4, qk_norm="head", windows="gemma3"),
+    "phi": Traits(gated=False, norm="layernorm", norms=1, qkv_bias=True, out_bias=True, mlp_bias=True,
+                  qk_norm="head", qk_norm_key="qk_layernorm", lm_head_bias=True, parallel=True),
+    "phi3": Traits(qkv_bias=False, out_bias=False, windows="all"),
+    "phimoe": Traits(norm="layernorm", windows="all", moe="mixtral", lm_head_bias="lm_head_bias"),
+    "granitemoe": Traits(moe="mixtral"),
+    "olmo": Traits(norm="none", norms=0),
+    "olmo2": Traits(qk_norm="full"),
+    "olmoe": Traits(qk_norm="full", moe="olmoe"),
+    "cohere": Traits(norm="layernorm_nobias", norms=1, qk_norm="full", qk_norm_key="use_qk_norm", parallel=True),
+    "starcoder2": Traits(gated=False, norm="layernorm", qkv_bias="use_bias", out_bias="use_bias",
+                         mlp_bias="use_bias", windows="all"),
+    "gpt_neox": Traits(gated=False, norm="layernorm", mlp_bias=True),
+    "llama4_text": Traits(windows="llama4", moe="llama4", ff_keys=("intermediate_size_mlp",)),
+    "gpt_oss": Traits(sinks=True, windows="gpt_oss", moe="gpt_oss"),
+    "deepseek_v2": Traits(mla=True, moe="deepseek"),
+    "deepseek_v3": Traits(mla=True, moe="deepseek"),
+    "glm4_moe": Traits(out_bias=False, qk_norm="head", qk_norm_key="use_qk_norm", moe="deepseek"),
+}
+
+#: model_types that name the same architecture under another name (the config says which family)
+ALIASES = {"llama4": "llama4_text", "kimi_k2": "deepseek_v3", "gemma3": "gemma3_text",
+           "mistral3": "mistral", "qwen3_next_text": "qwen3_next"}
+
+
+def flag(r: Reader, d: dict, value: bool | str) -> bool:
+    """A switch: a constant, or the config key that sets it (its class default when absent)."""
+    if isinstance(value, bool):
+        return value
+    return r.bool(value, bool(d.get(value, False)))
+
+
+def sized(r: Reader, fam: str, defaults: dict, size_defaults: dict, *keys: str, fallback: Any = None,
+          kind: str = "width", lo: int | None = None):
+    """An integer size: the first of ``keys`` present; else the class's size default (with a warning);
+    else ``fallback`` (a formula default, silent); else ConfigError naming the key."""
+    v = r.opt_int(*keys, kind=kind, lo=lo)
+    if v is not None:
+        return v
+    for k in keys:
+        if k in size_defaults:
+            r.warn(f"{k} absent: using the {fam} config class default {size_defaults[k]} "
+                   f"(transformers); set it if the checkpoint differs")
+            return size_defaults[k]
+        if k in defaults:
+            return defaults[k]
+    if fallback is not None:
+        return fallback
+    raise r.missing([keys[0]])
+
+
+def core(r: Reader, fam: str, defaults: dict, size_defaults: dict, layers=("num_hidden_layers",),
+         hidden=("hidden_size",), heads=("num_attention_heads",), need_heads: bool = True,
+         n: int | None = None) -> dict:
+    """Layers, hidden size, heads, KV heads, head_dim, vocab: read, range-checked, divisibility-checked.
+    ``n``: the layer count when the family derives it (Nemotron-H: the block pattern's length)."""
+    vocab_defaulted = "vocab_size" in defaults or "vocab_size" in size_defaults
+    keys = (([layers] if n is None else []) + [hidden] + ([] if vocab_defaulted else [("vocab_size",)])
+            + ([heads] if need_heads else []))
+    missing = [k[0] for k in keys if r.key_of(*k) is None]
+    if missing:
+        raise r.missing(missing)
+    n = r.int(*layers, kind="layers") if n is None else n
+    d = r.int(*hidden, kind="width")
+    vocab = sized(r, fam, defaults, size_defaults, "vocab_size", kind="vocab")
+    out = dict(n=n, d=d, vocab=vocab)
+    if not need_heads:
+        return out
+    h = r.int(*heads, kind="heads")
+    kv = sized(r, fam, defaults, size_defaults, "num_key_value_heads", fallback=h, kind="heads")
+    hd = r.opt_int("head_dim", kind="width")
+    if hd is None and "head_dim" in size_defaults:
+        hd = sized(r, fam, defaults, size_defaults, "head_dim")
+    if hd is None:
+        r.divides(r.key_of(*heads) or heads[0], h, r.key_of(*hidden) or hidden[0], d,
+                  "head_dim is absent, so head_dim = hidden_size / num_attention_heads must be an integer")
+        hd = d // h
+    r.divides("num_key_value_heads", kv, r.key_of(*heads) or heads[0], h,
+              "each KV head serves an equal group of query heads")
+    out.update(h=h, kv=kv, hd=hd)
+    return out
+
+
+def norm_fields(norm: str, norms: int) -> dict:
+    if norm == "none":
+        return dict(layernorm_bias=False, norms_per_layer=0, final_norm=False)
+    return dict(layernorm_bias=norm == "layernorm", norms_per_layer=norms)
+
+
+def decoder(r: Reader, fam: str, defaults: dict, size_defaults: dict, t: Traits) -> dict:
+    """ModelSpec fields of a :class:`Traits` family."""
+    c = core(r, fam, defaults, size_defaults)
+    n, d = c["n"], c["d"]
+    ff = sized(r, fam, defaults, size_defaults, *t.ff_keys, kind="width", lo=0)
+    mla = _mla(r) if t.mla else None
+    kv, hd = c["kv"], c["hd"]
+    if mla is not None:
+        kv, hd = c["h"], mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]
+    moe, is_moe, dense_ff = moe_layout(r, fam, t.moe, n, d, defaults, size_defaults, ff)
+    windows = window_layout(r, fam, t.windows, n, defaults, size_defaults)
+    qk = t.qk_norm if (t.qk_norm_key is None or flag(r, defaults, t.qk_norm_key)) else "none"
+    return dict(
+        hidden_size=d, num_heads=c["h"], num_kv_heads=kv, head_dim=hd, vocab_size=c["vocab"],
+        intermediate_size=dense_ff, gated_mlp=t.gated, qkv_bias=flag(r, defaults, t.qkv_bias),
+        out_bias=flag(r, defaults, t.out_bias), mlp_bias=flag(r, defaults, t.mlp_bias),
+        **norm_fields(t.norm, t.norms), qk_norm=qk, attention_sinks=t.sinks,
+        tie_embeddings=r.bool("tie_word_embeddings", bool(defaults.get("tie_word_embeddings", False))),
+        lm_head_bias=flag(r, defaults, t.lm_head_bias), parallel_attention=t.parallel,
+        layers=group_layers([(a, w, is_moe(i), "attention", True) for i, (a, w) in enumerate(windows)]),
+        moe=moe, mla=mla, mtp_layers=r.int("num_nextn_predict_layers", default=0, kind="small")
+        if fam in ("deepseek_v3", "glm4_moe") else 0)
+
+
+def _mla(r: Reader) -> dict | None:
+    if not r.has("kv_lora_rank"):
+        raise r.missing(["kv_lora_rank"])
+    keys = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    missing = [k for k in keys if not r.has(k)]
+    if missing:
+        raise r.missing(missing)
+    out = {k: r.int(k, kind="width", lo=0 if k == "qk_rope_head_dim" else 1) for k in keys}
+    out["q_lora_rank"] = r.opt_int("q_lora_rank", kind="width")
+    return out
+
+
+# ---------------------------------------------------------------------- families with their own layout
+def gpt2(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """GPT-2 (modeling_gpt2.py): Conv1D c_attn/c_proj/c_fc with biases, 2 LayerNorms, learned positions;
+    GPT-J (modeling_gptj.py): q/k/v/out without bias, one LayerNorm (parallel), LM head with a bias."""
+    c = core(r, fam, defaults, size_defaults, layers=("n_layer", "num_hidden_layers"),
+             hidden=("n_embd", "hidden_size"), heads=("n_head", "num_attention_heads"))
+    n, d = c["n"], c["d"]
+    ff = r.opt_int("n_inner") or 4 * d
+    j = fam == "gptj"
+    return dict(
+        hidden_size=d, num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
+        intermediate_size=ff, gated_mlp=False, qkv_bias=not j, out_bias=not j, mlp_bias=True,
+        layernorm_bias=True, norms_per_layer=1 if j else 2, parallel_attention=j, lm_head_bias=j,
+        learned_positions=0 if j else r.int("n_positions", "max_position_embeddings", default=1024, kind="tokens"),
+        tie_embeddings=r.bool("tie_word_embeddings", bool(defaults["tie_word_embeddings"])),
+        layers=group_layers([("full", None, False, "attention", True)] * n))
+
+
+def bloom(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """BLOOM (modeling_bloom.py): fused qkv with bias, 4·d MLP with biases, 2 LayerNorms, a LayerNorm on
+    the embeddings, ALiBi (no position parameters)."""
+    c = core(r, fam, defaults, size_defaults, layers=("n_layer", "num_hidden_layers"),
+             hidden=("hidden_size", "n_embed"), heads=("n_head", "num_attention_heads"))
+    d = c["d"]
+    return dict(
+        hidden_size=d, num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
+        intermediate_size=4 * d, gated_mlp=False, qkv_bias=True, out_bias=True, mlp_bias=True,
+        layernorm_bias=True, norms_per_layer=2, embedding_norm=True,
+        tie_embeddings=r.bool("tie_word_embeddings", True),
+        layers=group_layers([("full", None, False, "attention", True)] * c["n"]))
+
+
+def falcon(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """Falcon (modeling_falcon.py): fused qkv of (2·kv + heads)·head_dim (new decoder architecture),
+    d + 2·head_dim (multi-query) or 3·d; MLP of ``ffn_hidden_size`` (default 4·d), all biases = ``bias``;
+    LayerNorms: 2 (sequential), ``num_ln_in_parallel_attn`` (parallel; 2 by default with the new
+    decoder architecture, else 1)."""
+    c = core(r, fam, defaults, size_defaults, hidden=("hidden_size", "n_embed"))
+    d, h = c["d"], c["h"]
+    new = r.bool("new_decoder_architecture", False)
+    mq = r.bool("multi_query", True)
+    if new:
+        kv = r.int("num_kv_heads", default=h, kind="heads")
+        r.divides("num_kv_heads", kv, "num_attention_heads", h, "each KV head serves an equal group of query heads")
+    else:
+        kv = 1 if mq else h
+    parallel = r.bool("parallel_attn", True)
+    n_ln = r.opt_int("num_ln_in_parallel_attn", kind="small", lo=1)
+    if n_ln is None:
+        n_ln = 2 if new else 1
+    if n_ln not in (1, 2):
+        raise r.error("num_ln_in_parallel_attn", n_ln, "is not allowed", "1 or 2")
+    bias = r.bool("bias", False)
+    return dict(
+        hidden_size=d, num_heads=h, num_kv_heads=kv, head_dim=c["hd"], vocab_size=c["vocab"],
+        intermediate_size=r.int("ffn_hidden_size", default=4 * d, kind="width"), gated_mlp=False,
+        qkv_bias=bias, out_bias=bias, mlp_bias=bias, layernorm_bias=True,
+        norms_per_layer=n_ln if parallel else 2, parallel_attention=parallel,
+        tie_embeddings=r.bool("tie_word_embeddings", True),
+        layers=group_layers([("full", None, False, "attention", True)] * c["n"]))
+
+
+def opt(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """OPT (modeling_opt.py): q/k/v/out and fc1/fc2 with ``enable_bias``, 2 LayerNorms per layer
+    (non-affine when ``layer_norm_elementwise_affine`` is false), learned positions (max_pos + 2 rows,
+    the offset of OPTLearnedPositionalEmbedding), embeddings of ``word_embed_proj_dim`` projected in and
+    out when it differs from the hidden size, a final LayerNorm only with ``do_layer_norm_before`` (not
+    opt-350m) and not ``_remove_final_layer_norm``."""
+    c = core(r, fam, defaults, size_defaults)
+    d = c["d"]
+    bias = r.bool("enable_bias", True)
+    affine = r.bool("layer_norm_elementwise_affine", True)
+    final = r.bool("do_layer_norm_before", True) and not r.bool("_remove_final_layer_norm", False)
+    wepd = r.int("word_embed_proj_dim", default=d, kind="width")
+    return dict(
+        hidden_size=d, num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
+        intermediate_size=sized(r, fam, defaults, size_defaults, "ffn_dim"), gated_mlp=False,
+        qkv_bias=bias, out_bias=bias, mlp_bias=bias, layernorm_bias=affine,
+        norms_per_layer=2 if affine else 0, final_norm=final and affine,
+        learned_positions=r.int("max_position_embeddings", default=2048, kind="tokens") + 2,
+        word_embed_proj_dim=wepd if wepd != d else None,
+        tie_embeddings=r.bool("tie_word_embeddings", True),
+        layers=group_layers([("full", None, False, "attention", True)] * c["n"]))
+
+
+def _traits_family(t: Traits) -> Callable:
+    return lambda r, fam, defaults, size_defaults: decoder(r, fam, defaults, size_defaults, t)
+
+
+def builders() -> dict[str, Callable[[Reader, str, dict, dict], dict]]:
+    from .hybrids import HYBRIDS  # late: hybrids imports helpers from here
+    out = {fam: _traits_family(t) for fam, t in TRAITS.items()}
+    out.update(gpt2=gpt2, gptj=gpt2, bloom=bloom, falcon=falcon, opt=opt, **HYBRIDS)
+    return out
+
+
+SUPPORTED: tuple[str, ...] = tuple(sorted(set(TRAITS) | {"gpt2", "gptj", "bloom", "falcon", "opt", "mamba",
+                                                         "falcon_mamba", "mamba2", "jamba", "qwen3_next",
+                                                         "nemotron_h", "falcon_h1", "granitemoehybrid"}))

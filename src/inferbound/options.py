@@ -1,0 +1,184 @@
+"""Every user-facing option, declared once: the CLI's typer parameters (cli/params.py) and the JSON
+API's request schemas (web/schemas.py) are both built from these declarations, so the two faces take
+the same options with the same names, defaults, help and ranges.
+
+An :class:`Opt` names the keyword (the Python argument and the JSON field), its kind, its default,
+its help text, its CLI flag(s), its valid range (``ge``/``gt``/``le``, checked on both faces with a
+one-line error) and, for the API only, a work cap (``api_le``) and whether the face offers it at all.
+Groups: ``DEPLOYMENT`` (model, GPU, layout, dtypes: make_deployment), ``ENGINE`` (the serving engine
+and its overrides: runtime.resolve), ``STATIC`` (a static batch), ``SERVING`` (a simulated workload).
+Commands add their own declarations from the same class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .dtypes import DTYPES
+
+MAX_GPUS = 4096
+MAX_BATCH = 4096
+MAX_TOKENS = 1_000_000
+MAX_TOKEN_BUDGET = 1 << 20
+
+
+@dataclass(frozen=True)
+class Opt:
+    name: str
+    kind: str  # int | float | bool | str | list_int | kv | path | rate
+    default: object
+    help: str
+    flags: tuple[str, ...] = ()  # CLI spellings; default --<name with dashes>
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    api_le: float | None = None  # work cap of the JSON API (beyond ``le``)
+    choices: tuple[str, ...] | None = None
+    cli: bool = True
+    api: bool = True
+    argument: bool = False  # positional CLI argument
+    api_kind: str | None = None  # the JSON type when it differs from the CLI's (kv: dict; list_int: list)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def cli_flags(self) -> tuple[str, ...]:
+        return self.flags or ("--" + self.name.replace("_", "-"),)
+
+    def check(self, value):
+        """One-line ValueError naming the option when ``value`` is outside its declared range or choices."""
+        if value is None:
+            return value
+        label = self.name
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{label}={value!r} unknown; allowed: {', '.join(self.choices)}")
+        if self.kind in ("int", "float"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise ValueError(f"{label}={value!r} must be a number")
+            if self.kind == "int" and int(value) != value:
+                raise ValueError(f"{label}={value!r} must be an integer")
+            for bound, ok, word in ((self.ge, lambda v, b: v >= b, ">="), (self.gt, lambda v, b: v > b, ">"),
+                                    (self.le, lambda v, b: v <= b, "<=")):
+                if bound is not None and not ok(value, bound):
+                    kind = "an integer" if self.kind == "int" else "a number"
+                    raise ValueError(f"{label}={value!r} must be {kind} {word} {bound:g}")
+        return value
+
+
+def _o(name, kind, default, help, **kw) -> Opt:
+    return Opt(name, kind, default, help, **kw)
+
+
+DEPLOYMENT: tuple[Opt, ...] = (
+    _o("model", "str", "llama-3.1-8b", "catalog alias, HF id, config.json path or folder", argument=True),
+    _o("gpu", "str", "h100_sxm", "GPU id from `inferbound gpus`"),
+    _o("num_gpus", "int", None, "GPUs of the deployment (default tp*pp*dp)", ge=1, api_le=MAX_GPUS),
+    _o("tp", "int", None, "tensor-parallel size (default: num_gpus/(pp*dp) or 1)", ge=1, api_le=MAX_GPUS),
+    _o("pp", "int", 1, "pipeline-parallel stages", ge=1, api_le=MAX_GPUS),
+    _o("ep", "int", 1, "expert-parallel size (MoE)", ge=1, api_le=MAX_GPUS),
+    _o("dp", "int", 1, "data-parallel replicas (attention data parallel with --attention-dp)", ge=1, api_le=MAX_GPUS),
+    _o("nodes", "int", 1, "machines the GPUs are spread over", ge=1, api_le=MAX_GPUS),
+    _o("attention_dp", "bool", False, "attention data parallel beside EP (MoE, DeepSeek-style)"),
+    _o("sequence_parallel", "bool", False, "reduce-scatter + all-gather instead of all-reduce"),
+    _o("pp_split", "list_int", None, "layers per pipeline stage, e.g. 20,20,20,20"),
+    _o("microbatches", "int", None, "pipeline micro-batches (default min(sequences, pp))", ge=1, api_le=MAX_BATCH),
+    _o("collective_algo", "str", "auto", "all-reduce algorithm",
+       choices=("auto", "ring", "tree", "oneshot", "twoshot", "nvls")),
+    _o("comm_overlap", "float", 0.0, "share of collective time hidden behind compute (0-1)", ge=0, le=1),
+    _o("weight_dtype", "str", "bf16", "weight format", choices=DTYPES),
+    _o("act_dtype", "str", "bf16", "compute/activation format", choices=DTYPES),
+    _o("kv_dtype", "str", None, "KV-cache format (default: as activations)", choices=DTYPES),
+    _o("emulate", "bool", False, "allow formats the GPU lacks (weight-only emulation)"),
+    _o("sliding_window", "bool", None, "honour the model's sliding windows (default: as the engine does)",
+       flags=("--sliding-window/--no-sliding-window",)),
+    _o("model_overrides", "kv", None, "override a model config field, KEY=VALUE", flags=("--set",)),
+    _o("gpu_overrides", "kv", None, "override a GPU field, KEY=VALUE (SI units)", flags=("--gpu-set",)),
+    _o("gpu_file", "path", None, "extra hardware YAML file(s)", api=False),
+    _o("calibration", "str", None, "calibration YAML, 'default' (packaged fit) or 'none' (catalog priors)"),
+)
+
+ENGINE: tuple[Opt, ...] = (
+    _o("engine", "str", None, "serving engine profile: vllm, sglang, trtllm, gpt-fast, llama.cpp, or NAME@VERSION "
+       "(default: the engines.yaml default)"),
+    _o("block_size", "int", None, "KV block (page) tokens (default: the engine's)", ge=1, api_le=4096),
+    _o("token_budget", "int", None, "tokens per step: vLLM max_num_batched_tokens, SGLang chunked_prefill_size, "
+       "TensorRT-LLM max_num_tokens (default: the engine's)", ge=1, api_le=MAX_TOKEN_BUDGET,
+       flags=("--token-budget", "--max-batched-tokens")),
+    _o("max_num_seqs", "int", None, "running sequences per replica rank (default: the engine's)", ge=1,
+       api_le=MAX_BATCH * 16, flags=("--max-num-seqs", "--max-seqs")),
+    _o("memory_fraction", "float", None, "the engine's KV memory fraction: vLLM gpu_memory_utilization, SGLang "
+       "mem_fraction_static, TensorRT-LLM kv_cache_free_gpu_memory_fraction (default: the engine's)", gt=0, le=1,
+       flags=("--memory-fraction", "--kv-fraction")),
+    _o("kv_reservation", "str", None, "KV a running sequence holds: max (prompt + max output, never evict) or "
+       "current (as it grows, preempt when full) (default: the engine's)", choices=("max", "current")),
+    _o("preemption", "str", None, "when blocks run out: recompute or swap (default: the engine's)",
+       choices=("recompute", "swap")),
+)
+
+STATIC: tuple[Opt, ...] = (
+    _o("batch", "int", 8, "sequences in the static batch", ge=1, api_le=MAX_BATCH),
+    _o("input_len", "int", 1024, "prompt tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--input",)),
+    _o("output_len", "int", 256, "generated tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--output",)),
+)
+
+
+MAX_SIM_REQUESTS = 20_000  # the JSON API's cap; the CLI takes up to SIM_REQUESTS_CLI_CAP (issue: bad input)
+
+SERVING: tuple[Opt, ...] = (
+    _o("rate", "rate", 1.0, "Poisson arrival rate, requests/s ('inf': all at t=0)"),
+    _o("concurrency", "int", None, "closed loop: N clients, each sending its next request when the previous "
+       "completes (instead of --rate)", ge=1, api_le=4096),
+    _o("think_time", "float", 0.0, "closed loop: seconds between a response and the client's next request", ge=0,
+       api_le=3600),
+    _o("requests", "int", 1000, "requests to simulate", ge=1, api_le=MAX_SIM_REQUESTS),
+    _o("input_len", "int", 1024, "prompt tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--input",)),
+    _o("output_len", "int", 256, "generated tokens per request", ge=1, api_le=131_072, flags=("--output",)),
+    _o("input_dist", "str", None, "prompt length distribution: fixed, uniform:LO:HI, normal:MEAN:STD, "
+       "exponential[:MEAN]"),
+    _o("output_dist", "str", None, "output length distribution (as --input-dist)"),
+    _o("trace", "path1", None, "CSV or JSONL trace: arrival_s (or timestamp), input_len, output_len", api=False),
+    _o("seed", "int", 0, "random seed", ge=0, le=2**32 - 1),
+    _o("replicas", "int", None, "aggregated replicas (default: the deployment's data-parallel copies)", ge=1,
+       api_le=64),
+    _o("prefill_replicas", "int", 0, "disaggregated: prefill replicas", ge=0, api_le=64),
+    _o("decode_replicas", "int", 0, "disaggregated: decode replicas", ge=0, api_le=64),
+    _o("num_blocks", "int", None, "KV blocks per replica (default: from the engine's KV allocation)", ge=1,
+       api_le=100_000_000),
+    _o("slo_ttft_ms", "float", None, "goodput SLO on TTFT (ms)", gt=0, api_le=1e9),
+    _o("slo_tpot_ms", "float", None, "goodput SLO on TPOT (ms)", gt=0, api_le=1e9),
+    _o("slo_e2e_ms", "float", None, "goodput SLO on end-to-end latency (ms)", gt=0, api_le=1e9),
+)
+
+
+OBJECTIVES = ("tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate")
+
+SEARCH: tuple[Opt, ...] = (
+    _o("model", "str", "llama-3.1-8b", "catalog alias, HF id, config.json path or folder", argument=True),
+    _o("gpus", "list_str", None, "GPU ids, comma-separated (default: the whole catalog)"),
+    _o("max_gpus", "int", None, "largest layout in GPUs (default 8)", ge=1, api_le=72),
+    _o("objective", "str", "tok_s_per_gpu", "what to maximize or minimize", choices=OBJECTIVES),
+    _o("slo_ttft_ms", "float", None, "time-to-first-token SLO (ms)", gt=0, api_le=1e9),
+    _o("slo_tpot_ms", "float", None, "TPOT / ITL SLO (ms)", gt=0, api_le=1e9),
+    _o("slo_e2e_ms", "float", None, "end-to-end latency SLO (ms)", gt=0, api_le=1e9),
+    _o("max_dollars_per_hour", "float", None, "budget: $/h of the fleet", gt=0, api_le=1e9),
+    _o("max_watts", "float", None, "budget: watts of the fleet", gt=0, api_le=1e12),
+    _o("max_total_gpus", "int", None, "budget: GPUs of the fleet", ge=1, api_le=1_000_000, flags=("--gpu-budget",)),
+    _o("target_rate", "float", None, "requests/s the fleet must serve", gt=0, api_le=1e9),
+    _o("input_len", "int", 1024, "prompt tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--input",)),
+    _o("output_len", "int", 256, "generated tokens per request", ge=2, api_le=MAX_TOKENS, flags=("--output",)),
+    _o("disaggregated", "bool", False, "separate prefill and decode pools"),
+    _o("both_modes", "bool", False, "sweep aggregated and disaggregated serving, ranked together"),
+    _o("dtypes", "list_str", None, "dtype combinations: bf16,fp8,int4,fp4"),
+    _o("all_layouts", "bool", False, "also PP inside NVLink islands, partial EP"),
+    _o("top", "int", 10, "rows of the ranked table", ge=1, api_le=100),
+    _o("calibration", "str", None, "calibration YAML, 'default' (packaged fit) or 'none' (catalog priors)"),
+)
+
+
+def engine_options(values: dict) -> dict:
+    """The runtime.resolve overrides among parsed option ``values`` (ENGINE names -> runtime fields)."""
+    rename = {"kv_reservation": "reservation"}
+    return {rename.get(o.name, o.name): values.get(o.name) for o in ENGINE
+            if o.name != "engine" and values.get(o.name) is not None}
+
+
+def by_name(*groups: tuple[Opt, ...]) -> dict[str, Opt]:
+    return {o.name: o for g in groups for o in g}
