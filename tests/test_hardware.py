@@ -122,13 +122,14 @@ def test_measured_csv_gpus_load():
 
 
 # ------------------------------------------------------------------ dtype resolution
-def test_fp8_on_a100_needs_emulate():
+def test_fp8_activations_on_a100_need_emulate_but_weight_only_fp8_runs():
     a100 = get_gpu("a100_80gb_sxm")
-    with pytest.raises(ValueError, match=r"weight_dtype='fp8' is not supported natively on a100_80gb_sxm"
-                                         r" \(no fp8 tensor cores\); pass emulate=True"):
+    with pytest.raises(ValueError, match=r"weight_dtype='fp8' with act_dtype='fp8' needs fp8 tensor cores, which "
+                                         r"a100_80gb_sxm lacks"):
         resolve_compute_dtype(a100, "fp8", "fp8")
     assert resolve_compute_dtype(a100, "fp8", "fp8", emulate=True) == "bf16"
-    assert resolve_compute_dtype(a100, "fp8", "bf16", emulate=True) == "bf16"
+    assert resolve_compute_dtype(a100, "fp8", "bf16") == "bf16"      # FP8 Marlin: W8A16 on Ampere
+    assert resolve_compute_dtype(get_gpu("h100_sxm"), "fp4", "bf16") == "bf16"   # MXFP4 weight-only on Hopper
 
 
 def test_weight_only_and_native_paths():

@@ -182,9 +182,12 @@ def test_batch1_decode_near_weight_streaming_bound():
     assert floor < e.tpot_s < floor + 3e-3
 
 
-def test_fp8_on_a100_needs_emulate():
+def test_fp8_activations_on_a100_need_emulate_weight_only_fp8_does_not():
+    e = estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", weight_dtype="fp8", batch=1, input_len=16, output_len=4)
+    assert e.compute_dtype == "bf16"           # W8A16: FP8 Marlin dequantizes inside the bf16 GEMM
     with pytest.raises(ValueError, match="fp8"):
-        estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", weight_dtype="fp8", batch=1, input_len=16, output_len=4)
+        estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", weight_dtype="fp8", act_dtype="fp8", batch=1,
+                 input_len=16, output_len=4)
     with pytest.raises(ValueError, match="fp8"):
         estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", act_dtype="fp8", batch=1, input_len=16, output_len=4)
     e = estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", weight_dtype="fp8", emulate=True,

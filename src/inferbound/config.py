@@ -6,8 +6,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .dtypes import BITS, DTYPES
 
 
+#: the weight components a quantized format applies to when nothing narrower is said: every linear layer
+LINEAR_COMPONENTS = ("attention", "ssm", "dense_mlp", "routed_experts", "shared_experts")
+
+
 class Dtypes(BaseModel):
-    """Storage and compute formats. ``kv=None`` means "as the activations" (engines' default)."""
+    """Storage and compute formats. ``kv=None`` means "as the activations" (engines' default).
+
+    ``weight_components``: the ParamCount components stored at ``weight`` (None: every linear layer;
+    a checkpoint such as gpt-oss stores only its routed experts in MXFP4); the other weights stay at
+    ``high_precision``. ``weight_bits``: stored bits per quantized weight with its scales, as the
+    checkpoint's quantization_config gives them (None: dtypes.py's default scales). ``weight_source``:
+    where the weight format came from (``explicit``, ``checkpoint`` or ``default``), so outputs can say.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -15,6 +26,9 @@ class Dtypes(BaseModel):
     act: str = "bf16"
     kv: str | None = None
     emulate: bool = Field(default=False, description="allow formats the GPU lacks (weight-only emulation)")
+    weight_components: tuple[str, ...] | None = None
+    weight_bits: float | None = Field(default=None, gt=0)
+    weight_source: str = "explicit"
 
     @field_validator("weight", "act", "kv")
     @classmethod
@@ -32,10 +46,18 @@ class Dtypes(BaseModel):
 
     @property
     def kv_dtype(self) -> str:
-        """KV-cache format: as given, else 16-bit when activations are 16/32-bit, else the act format."""
+        """KV-cache format: as given, else the activations' when they are bf16/fp16/fp8, FP8 with FP4
+        activations (NVIDIA's NVFP4 ModelOpt checkpoints set kv_cache_quant_algo FP8, and TensorRT-LLM
+        serves them with an FP8 cache: its NVFP4 perf-overview rows), else bf16."""
         if self.kv is not None:
             return self.kv
+        if self.act == "fp4":
+            return "fp8"
         return self.act if self.act in ("bf16", "fp16", "fp8") else "bf16"
+
+    def stored_at(self, component: str) -> bool:
+        """Whether weight ``component`` is stored at the ``weight`` format (else at high precision)."""
+        return component in (self.weight_components or LINEAR_COMPONENTS)
 
     @property
     def high_precision(self) -> str:

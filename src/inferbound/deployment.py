@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from .config import Dtypes, Parallelism
 from .calibration.factors import resolve as resolve_calibration
+from .checkpoint import resolve_dtypes
 from .hardware import GPU, apply_overrides, get_gpu, resolve_compute_dtype
 from .model import ModelSpec, load_model
 
@@ -39,6 +40,12 @@ class Deployment:
     calibration: object = None  # the Calibration applied (None: catalog priors); gives error bands
     engine: str | None = None  # engine profile (name@version); None: the default engine
     engine_options: tuple = ()  # (option, value) overrides of the engine's defaults (runtime.resolve)
+    notes: tuple = ()  # guesses and choices the user should know (model warnings, formats from the checkpoint)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Everything an output should print as a warning: the deployment's notes and the engine's."""
+        return list(self.notes) + list(self.runtime.notes)
 
     @cached_property
     def runtime(self):
@@ -73,14 +80,15 @@ class Deployment:
 def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | GPU = "h100_sxm",
                     num_gpus: int | None = None, tp: int | None = None, pp: int = 1, ep: int = 1,
                     dp: int = 1, nodes: int = 1, attention_dp: bool = False,
-                    weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
-                    emulate: bool = False, model_overrides: dict | None = None,
+                    weight_dtype: str | None = None, act_dtype: str | None = None, kv_dtype: str | None = None,
+                    emulate: bool = False, model_overrides: dict | None = None, assume_family: str | None = None,
                     gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None,
                     calibration=None, sliding_window: bool | None = None, engine: str | None = None,
                     engine_options: dict | None = None, **parallel_options) -> Deployment:
     """Build and validate a deployment; errors name the field, the value and what is allowed.
 
-    ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp.
+    ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp. Formats left None are
+    the checkpoint's (checkpoint.py: its quantization_config, else its torch_dtype), noted in ``notes``.
     ``parallel_options``: further :class:`Parallelism` fields (sequence_parallel, pp_split,
     microbatches, collective_algo, comm_overlap). ``calibration``: a Calibration, a file, 'none' or
     None (= the default: $INFERBOUND_CALIBRATION or the packaged fit); it adjusts the GPU's efficiency
@@ -91,7 +99,7 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     False models full attention and cache on window layers, True honours them.
     """
     from .runtime import profile_of  # engine profiles: cited data
-    m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides)
+    m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides, assume_family=assume_family)
     profile = profile_of(engine)
     if sliding_window is None:
         sliding_window = profile.sliding_window is None or bool(profile.sliding_window.value)
@@ -117,8 +125,10 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
         raise ValueError(f"num_gpus={num_gpus} does not match tp*pp*dp={tp}*{pp}*{dp}={par.num_gpus}")
     from .layout import check_layout  # parallelism rules live with the parallelism model
     check_layout(m, g, par)
-    dt = validated(Dtypes, weight=weight_dtype, act=act_dtype, kv=kv_dtype, emulate=emulate)
+    dtype_args, dtype_notes = resolve_dtypes(m, g, weight_dtype, act_dtype, kv_dtype, emulate)
+    dt = validated(Dtypes, **dtype_args)
     options = tuple(sorted((k, v) for k, v in (engine_options or {}).items() if v is not None))
-    dep = Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal, profile.key, options)
+    dep = Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal, profile.key, options,
+                     tuple(m.warnings) + tuple(dtype_notes))
     dep.runtime  # noqa: B018  (validate the engine options now: one-line errors at the edge)
     return dep

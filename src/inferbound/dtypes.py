@@ -40,6 +40,15 @@ def weight_bytes_per_element(dtype: str) -> float:
     return (BITS[dtype] + SCALE_OVERHEAD_BITS[dtype]) / 8
 
 
+def component_weight_bytes(dt, component: str) -> float:
+    """Bytes per weight of one ParamCount component under ``dt`` (a config.Dtypes): the weight format
+    (with the checkpoint's own bits per weight when it gives them) where that component is quantized,
+    else the high-precision format."""
+    if not dt.stored_at(component):
+        return bytes_per_element(dt.high_precision)
+    return dt.weight_bits / 8 if dt.weight_bits is not None else weight_bytes_per_element(dt.weight)
+
+
 def check(dtype: str, field: str) -> str:
     """Return ``dtype`` if known, else raise ValueError naming the field, value and allowed values."""
     if dtype not in BITS:

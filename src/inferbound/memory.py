@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .config import Dtypes, Parallelism
-from .dtypes import bytes_per_element, weight_bytes_per_element
-from .model.kv import kv_bytes_for_context
-from .model.params import attention_params, count_params, mlp_params, norm_params
+from .dtypes import bytes_per_element, component_weight_bytes
+from .model.kv import kv_bytes_for_context, state_bytes_per_sequence
+from .model.params import count_params, layer_params, norm_params
 from .model.spec import ModelSpec
 
 
@@ -43,49 +43,50 @@ def _stages(m: ModelSpec, par: Parallelism):
 def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
     """Weight bytes on the most loaded GPU (the heaviest pipeline stage).
 
-    Per layer: attention, dense MLP and shared experts split over tp; routed experts over the GPUs
-    sharing a MoE layer (tp, or tp·dp with attention data parallel: E/ep experts per GPU, each split
-    expert_tp ways); norms replicated. The first stage adds the embedding, the last the LM head and
-    final norm (vocab-parallel over tp). Quantized matrices at the weight dtype, the rest 16-bit.
+    Per layer (model.params.layer_params): attention, state-space projections, dense MLP and shared
+    experts split over tp; routed experts over the GPUs sharing a MoE layer (tp, or tp·dp with
+    attention data parallel: E/ep experts per GPU, each split expert_tp ways); router over tp; norms
+    replicated. Each component at its stored format (dtypes.component_weight_bytes: the weight format
+    where the deployment, or the checkpoint, quantizes it; else 16-bit). The first stage adds the
+    embedding (and OPT-style embedding projections), the last the LM head and final norm (vocab-parallel
+    over tp).
     """
     hb = bytes_per_element(dt.high_precision)
-    wb = weight_bytes_per_element(dt.weight)
-    d = m.hidden_size
-    attn = attention_params(m)
-    norms = norm_params(m) * m.norms_per_layer
     p = count_params(m)
 
     def layer_bytes(g) -> float:
-        if not g.moe:
-            mlp = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) * wb / par.tp
-        else:
-            e = m.moe
-            routed = mlp_params(d, e.expert_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_experts
-            shared = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts
-            router = d * e.num_experts + e.num_experts * e.router_bias
-            mlp = routed * wb / par.moe_group + shared * wb / par.tp + router * hb / par.tp
-        return g.count * (attn * wb / par.tp + mlp + norms * hb)
+        lp = layer_params(m, g)
+        b = (lp.attention * component_weight_bytes(dt, "attention") + lp.ssm * component_weight_bytes(dt, "ssm")
+             + lp.dense_mlp * component_weight_bytes(dt, "dense_mlp")
+             + lp.shared_experts * component_weight_bytes(dt, "shared_experts") + lp.router * hb) / par.tp
+        b += lp.routed_experts * component_weight_bytes(dt, "routed_experts") / par.moe_group
+        return g.count * (b + lp.norms * hb)
 
     stages = _stages(m, par)
     loads = []
     for i, groups in enumerate(stages):
         load = sum(layer_bytes(g) for g in groups)
         if i == 0:
-            load += p.embedding * hb / par.tp
+            load += (p.embedding + p.embed_projection) * hb / par.tp
         if i == len(stages) - 1:
-            load += p.lm_head * hb / par.tp + norm_params(m) * hb
+            load += p.lm_head * hb / par.tp + norm_params(m) * hb * m.final_norm
         loads.append(load)
     return float(max(loads))
 
 
 def kv_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, context):
     """KV bytes on the most loaded GPU: the attention group's share of the batch, the heaviest stage's
-    layers, split over the KV heads (kv_shard)."""
+    layers, split over the KV heads (kv_shard); plus the fixed recurrent state of state-space layers
+    (model.kv.state_bytes_per_sequence, sharded over TP by head, as vLLM does), which does not grow with
+    the context."""
     seqs = np.asarray(batch, dtype=float) / par.attention_groups
-    per_stage = [kv_bytes_for_context(m.model_copy(update={"layers": tuple(groups)}), context, dt.kv_dtype)
-                 for groups in _stages(m, par)]
+    per_stage = []
+    for groups in _stages(m, par):
+        stage = m.model_copy(update={"layers": tuple(groups)})
+        kv = kv_bytes_for_context(stage, context, dt.kv_dtype) / kv_shard(m, par)
+        per_stage.append(kv + state_bytes_per_sequence(stage, dt.high_precision) / par.tp)
     heaviest = per_stage[0] if len(per_stage) == 1 else np.max(np.stack(np.broadcast_arrays(*per_stage)), axis=0)
-    return seqs * heaviest / kv_shard(m, par)
+    return seqs * heaviest
 
 
 def activation_bytes(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sequences):

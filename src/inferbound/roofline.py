@@ -162,7 +162,10 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
             kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * n
             continue
         f, b = np.asarray(op.flops, dtype=float), np.asarray(op.bytes, dtype=float)
-        r = roofs["attention" if op.kind == "attention" else "other"]
+        if op.kind == "scan":  # a state-space scan reads its state like a cache, at its own dtype
+            r = roof(gpu, op.dtype if op.dtype and gpu.supports(op.dtype) else compute_dtype, "attention")
+        else:
+            r = roofs["attention" if op.kind == "attention" else "other"]
         t_c, t_m, t = r.times(f, b)
         cb = t_c >= t_m
         priced.append(PricedOp(op, t_c, t_m, t, cb))

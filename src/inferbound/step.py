@@ -45,7 +45,7 @@ import numpy as np
 from .comm import p2p
 from .dtypes import bytes_per_element
 from .model.spec import LayerGroup, ModelSpec
-from .operators import attention_kinds, kind_reads, sequence_attention, stage_ops
+from .operators import attention_kinds, kind_reads, regroup, sequence_attention, stage_ops
 from .roofline import SPLIT_KEYS, StepCost, Work, price_ops
 from .topology import place
 
@@ -60,11 +60,13 @@ class StepLoad:
     sampled: object
     sequences: object
     attention: dict  # {(attention, window): (decode pairs, prefill pairs, cached tokens read)}
+    seqgroups: tuple = ()  # ((count, new, past), ...): the sequences, for state-space scans
 
     def scaled(self, f) -> "StepLoad":
         """The load of one of 1/f micro-batches."""
         return StepLoad(self.tokens * f, self.sampled * f, self.sequences * f,
-                        {k: tuple(x * f for x in v) for k, v in self.attention.items()})
+                        {k: tuple(x * f for x in v) for k, v in self.attention.items()},
+                        tuple((c * f, n, p) for c, n, p in self.seqgroups))
 
 
 def uniform(m: ModelSpec, decode=0.0, context=0.0, prompts=0.0, new=0.0, past=0.0, sampled=None) -> StepLoad:
@@ -78,7 +80,9 @@ def uniform(m: ModelSpec, decode=0.0, context=0.0, prompts=0.0, new=0.0, past=0.
         p_pairs, p_cached = sequence_attention(kind, past, new)
         att[kind] = (decode * d_pairs, prompts * p_pairs, decode * d_cached + prompts * p_cached)
     seqs = decode + prompts
-    return StepLoad(decode + prompts * new, seqs if sampled is None else np.asarray(sampled, dtype=float), seqs, att)
+    groups = ((decode, 1.0, context), (prompts, new, past)) if m.ssm is not None else ()
+    return StepLoad(decode + prompts * new, seqs if sampled is None else np.asarray(sampled, dtype=float), seqs, att,
+                    groups)
 
 
 def of_sequences(m: ModelSpec, decode_ctx, chunk_past=(), chunk_new=(), sampled=None, kinds=None) -> StepLoad:
@@ -102,7 +106,11 @@ def of_sequences(m: ModelSpec, decode_ctx, chunk_past=(), chunk_new=(), sampled=
             att[kind] = (d, 0.0, d)
     seqs = float(dec.size + n_chunks)
     tokens = float(dec.size + (new.sum() if n_chunks else 0.0))
-    return StepLoad(tokens, seqs if sampled is None else float(sampled), seqs, att)
+    groups = ()
+    if m.ssm is not None:  # decodes all have history; each chunk its own (new, past)
+        groups = ((float(dec.size), 1.0, 1.0),) + tuple((1.0, float(n), float(p)) for p, n in
+                                                        zip(chunk_past, chunk_new))
+    return StepLoad(tokens, seqs if sampled is None else float(sampled), seqs, att, groups)
 
 
 @lru_cache(maxsize=256)
@@ -118,13 +126,10 @@ def stage_layers(m: ModelSpec, par) -> list[list[LayerGroup]]:
     else:
         base, extra = divmod(n, par.pp)
         sizes = [base + (i < extra) for i in range(par.pp)]
-    flat = [(g.attention, g.window, g.moe) for g in m.layers for _ in range(g.count)]
+    flat = [g.model_copy(update={"count": 1}) for g in m.layers for _ in range(g.count)]
     stages, start = [], 0
     for size in sizes:
-        counts: dict[tuple, int] = {}
-        for key in flat[start:start + size]:
-            counts[key] = counts.get(key, 0) + 1
-        stages.append([LayerGroup(count=c, attention=a, window=w, moe=e) for (a, w, e), c in counts.items()])
+        stages.append(regroup(flat[start:start + size]))
         start += size
     return stages
 
@@ -196,8 +201,8 @@ def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
     mb = load if par.pp == 1 else load.scaled(1.0 / m)
     pricer = dep.comm_pricer
     works = [price_ops(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, layers, first, last,
-                                 g.efficiency.moe_imbalance), g, dep.compute_dtype, dt.kv_dtype, pricer
-                       ).with_overlap(par.comm_overlap)
+                                 g.efficiency.moe_imbalance, mb.seqgroups), g, dep.compute_dtype, dt.kv_dtype,
+                       pricer).with_overlap(par.comm_overlap)
              for layers, first, last in stages_of(dep)]
     return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
 

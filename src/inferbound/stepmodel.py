@@ -25,7 +25,7 @@ import numpy as np
 
 from .deployment import Deployment
 from .energy import power_w, scalar_power
-from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of
+from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of, mixer_ops
 from .roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
 from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, stages_of, uniform
 
@@ -117,7 +117,9 @@ class StepModel:
                 w = w + self.head.at(mb.sampled)
             att = attention_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
                                 mb.attention, mb.tokens)
-            w = w + price_ops(att, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype)
+            scans = mixer_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
+                              mb.seqgroups)
+            w = w + price_ops(att + scans, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype)
             out.append(w.with_overlap(dep.par.comm_overlap))
         return out
 
@@ -167,7 +169,7 @@ class StepModel:
         for layers, _, _ in self.stages:
             groups = layers if layers is not None else self._all_layers
             coef = []
-            for grp in groups:
+            for grp in (g for g in groups if g.has_attention):
                 def op(dec=0.0, pre=0.0, cached=0.0, tokens=0.0, grp=grp):
                     (o,) = attention_ops(m, dt, par, [grp], {kind_of(grp): (dec, pre, cached)}, tokens)
                     return float(np.asarray(o.flops)), float(np.asarray(o.bytes))
@@ -191,7 +193,7 @@ class StepModel:
         if self._scalar is None:
             self._scalar_tables()
         load = of_sequences(self.dep.model, dec, [p for p, _ in chunks], [n for _, n in chunks], kinds=self._kinds)
-        if self.pp > 1:
+        if self.pp > 1 or self.dep.model.ssm is not None:  # the general path (scans need the sequences)
             cost = self.price(load, mode)
             t = float(cost.time)
             return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))

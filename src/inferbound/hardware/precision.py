@@ -6,8 +6,11 @@ Rules (``resolve_compute_dtype``):
    on the fly inside the GEMM kernel (weight-only quantization: GPTQ/AWQ/Marlin int4, W8A16 int8,
    fp8/fp4 weight-only), so the compute peak is that of the activation dtype.
 2. ``int4`` / ``int8`` weights are valid on every GPU (integer dequantization kernels exist everywhere).
-3. ``fp8`` / ``fp4`` weights need native support of that format (``gpu.supports(weight_dtype)``), even
-   with 16-bit activations, unless ``emulate=True`` (software dequantization to bf16/fp16).
+3. ``fp8`` / ``fp4`` weights with 16-bit activations are weight-only GEMMs too, which engines run on GPUs
+   without that tensor-core format: vLLM's FP8 Marlin kernels (W8A16 on Ampere; vLLM docs
+   "Quantization: FP8 W8A8": "for GPUs without FP8 support, weight-only FP8 via Marlin"), and MXFP4
+   experts on Hopper through Triton ``matmul_ogs`` / Marlin kernels (vLLM and TensorRT-LLM gpt-oss
+   recipes: gpt-oss-120b on one H100). With fp8/fp4 *activations* the weights must be native.
 4. Quantized activations (``fp8``, ``fp4``, ``int8`` = W8A8) need tensor cores for that format. With
    ``emulate=True`` an unsupported activation dtype falls back to bf16 (fp16 where bf16 is missing).
 5. ``int4`` activations are rejected: int4 is a weight-only format here (no catalog GPU lists an
@@ -38,7 +41,7 @@ def _fallback(gpu: GPU) -> str:
 
 
 def native_weight_dtypes(gpu: GPU) -> list[str]:
-    """Weight dtypes usable on ``gpu`` without emulation (native float formats + int4/int8)."""
+    """Weight dtypes usable on ``gpu`` with quantized activations (native float formats + int4/int8)."""
     return [d for d in DTYPES if d in INT_WEIGHT_ONLY or gpu.supports(d)]
 
 
@@ -58,11 +61,12 @@ def resolve_compute_dtype(gpu: GPU, weight_dtype: str, act_dtype: str, emulate: 
     if act_dtype not in ACT_DTYPES:
         raise ValueError(f"act_dtype={act_dtype!r} is not supported: int4 is a weight-only format; "
                          f"allowed: {', '.join(ACT_DTYPES)}")
-    if weight_dtype in NATIVE_FLOAT_WEIGHTS and not gpu.supports(weight_dtype) and not emulate:
+    weight_only = act_dtype in ("bf16", "fp16", "fp32")
+    if weight_dtype in NATIVE_FLOAT_WEIGHTS and not gpu.supports(weight_dtype) and not weight_only and not emulate:
         raise ValueError(
-            f"weight_dtype={weight_dtype!r} is not supported natively on {gpu.id} (no {weight_dtype} "
-            f"tensor cores); pass emulate=True for weight-only emulation at {_fallback(gpu)}, "
-            f"or use one of: {', '.join(native_weight_dtypes(gpu))}")
+            f"weight_dtype={weight_dtype!r} with act_dtype={act_dtype!r} needs {weight_dtype} tensor cores, which "
+            f"{gpu.id} lacks; allowed: 16-bit activations (weight-only {weight_dtype}), emulate=True, "
+            f"or weights of: {', '.join(native_weight_dtypes(gpu))}")
     if gpu.supports(act_dtype):
         return act_dtype
     if emulate:

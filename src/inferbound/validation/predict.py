@@ -1,8 +1,8 @@
 """Predict every measured row with the scenario it states; rows that cannot be predicted say why.
 
-One prediction per distinct setup (all metrics of a run share it). Blank dtypes follow the schema:
-weights default to bf16, activations to the weight format when that is a compute format (else bf16),
-the KV cache to the activations. ``num_gpus`` beyond tp·pp is data parallel. The row's ``framework``
+One prediction per distinct setup (all metrics of a run share it). Blank dtypes: weights as the checkpoint
+ships them (checkpoint.py), activations as the weights when those are a compute format (else bf16),
+the KV cache as the activations. ``num_gpus`` beyond tp·pp is data parallel. The row's ``framework``
 text names the engine profile (data/engines.yaml ``frameworks``): its memory rule, block size, token
 budget, caps, reservation and scheduling, and its departures from the model (sliding windows).
 """
@@ -51,8 +51,8 @@ def engine_of(framework: str) -> str | None:
 
 
 def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
-    weight = row.weight_dtype or "bf16"
-    act = row.act_dtype or (weight if weight in ("bf16", "fp16", "fp8") else "bf16")
+    weight = row.weight_dtype  # blank: as the checkpoint ships (checkpoint.py)
+    act = row.act_dtype or (None if weight is None else (weight if weight in ("bf16", "fp16", "fp8") else "bf16"))
     if row.num_gpus % (row.tp * row.pp):
         raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
     dp = row.num_gpus // (row.tp * row.pp)

@@ -1,0 +1,138 @@
+"""Attention: which query-key pairs a step scores and which cached tokens it reads, and its operator.
+
+Every new token of a sequence scores against the tokens it can see (causal, window-limited):
+K_eff = Σ_{t=past+1}^{past+new} min(t, window) pairs per sequence and head (full: Σ t; chunked
+attention, Llama 4: only its own chunk), at 2·(d_qk + d_v) FLOPs each (QKᵀ and PV); the kernel reads
+the cached K and V (MLA: the latent) of the tokens it attends to and reads/writes the output. A step's
+attention is summed per attention kind over its sequences (``sequence_attention``), so one operator
+per layer group prices decodes and prefill chunks of any lengths together.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import Dtypes, Parallelism
+from ..dtypes import bytes_per_element
+from ..model.kv import kv_values_per_token_layer
+from ..model.spec import LayerGroup, ModelSpec
+from .op import Op, _act_bytes, _group_label
+
+
+def _chunk_prefix(x, chunk: int):
+    """Σ_{t=1}^{x} (((t−1) mod C) + 1) = q·C(C+1)/2 + r(r+1)/2 with x = q·C + r."""
+    q, r = np.floor_divide(x, chunk), np.mod(x, chunk)
+    return q * chunk * (chunk + 1) / 2 + r * (r + 1) / 2
+
+
+def attended_pairs(past, new, window: int | None, chunked: bool = False):
+    """Query-key pairs per sequence and head for tokens past+1 .. past+new.
+
+    full: Σ t;  sliding window W: Σ min(t, W);  chunked attention (Llama 4, chunk C): a token sees only
+    its own chunk, Σ (((t−1) mod C) + 1).
+    """
+    past, new = np.asarray(past, dtype=float), np.asarray(new, dtype=float)
+    if chunked:
+        return _chunk_prefix(past + new, window) - _chunk_prefix(past, window)
+    if window is None:
+        return new * past + new * (new + 1) / 2
+    n_in = np.clip(window - past, 0, new)  # new tokens whose position is still within the window
+    return n_in * past + n_in * (n_in + 1) / 2 + (new - n_in) * window
+
+
+def attention_reads(g: LayerGroup, length):
+    """Cached tokens an attention kernel reads for a sequence of ``length`` tokens: all of them, the
+    last W (sliding window), or those of the current chunk, ((L−1) mod C) + 1 (chunked)."""
+    return kind_reads(kind_of(g), length)
+
+
+def kind_reads(kind: tuple[str, int | None], length):
+    """attention_reads for an attention kind (attention, window)."""
+    attention, window = kind
+    if attention == "chunked":
+        return np.mod(np.asarray(length, dtype=float) - 1, window) + 1
+    if attention == "full":
+        return length
+    return np.minimum(length, window)
+
+
+def kind_of(g: LayerGroup) -> tuple[str, int | None]:
+    """The attention kind of a layer group: what its attention pairs and cache reads depend on."""
+    return g.attention, g.window
+
+
+def attention_kinds(m: ModelSpec) -> list[tuple[str, int | None]]:
+    """Distinct attention kinds of a model's attention layers, in first-seen order."""
+    return list(dict.fromkeys(kind_of(g) for g in m.layers if g.has_attention))
+
+
+def sequence_attention(kind: tuple[str, int | None], past, new):
+    """(query-key pairs, cached tokens read) per sequence and head for one layer of ``kind`` when a
+    sequence adds ``new`` tokens after ``past`` cached ones (attended_pairs, attention_reads)."""
+    attention, window = kind
+    pairs = attended_pairs(past, new, window if attention != "full" else None, attention == "chunked")
+    return pairs, kind_reads(kind, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
+
+
+def attention_shape(m: ModelSpec, par: Parallelism):
+    """(query heads per GPU, d_qk decode, d_v decode, d_qk prefill, d_v prefill, cached values per token
+    and layer on a GPU, attention output width) of one attention layer under TP.
+
+    MHA/GQA: d_qk = d_v = head_dim; KV heads split t ways but replicated when t > n_kv. MLA: decode runs
+    absorbed (scores against the latent, d_qk = kv_lora_rank + rope, d_v = kv_lora_rank), prefill expanded
+    (d_qk = nope + rope, d_v = v_head_dim); the latent is replicated on every TP rank.
+    """
+    tp = par.tp
+    if m.mla is not None:
+        a = m.mla
+        return (m.num_heads / tp, a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank,
+                a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim, kv_values_per_token_layer(m),
+                m.num_heads * a.v_head_dim)
+    return (m.num_heads / tp, m.head_dim, m.head_dim, m.head_dim, m.head_dim,
+            2 * max(1.0, m.num_kv_heads / tp) * m.head_dim, m.num_heads * m.head_dim)
+
+
+def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, decode_pairs, prefill_pairs,
+                 cached, tokens) -> Op:
+    """The attention kernel of ``g.count`` layers of one kind, per GPU, from what its sequences add up to.
+
+    ``decode_pairs`` / ``prefill_pairs``: query-key pairs of decoding sequences and of prefill chunks
+    (attended_pairs summed over them), ``cached``: cached tokens the kernel reads (attention_reads summed),
+    ``tokens``: new tokens; all per attention group. FLOPs 2·h_loc·(d_qk + d_v) per pair (QKᵀ and PV);
+    it reads the cached K and V (or MLA latent) and reads/writes the attention output.
+    """
+    h_loc, dqk_d, dv_d, dqk_p, dv_p, kv_vals, out_width = attention_shape(m, par)
+    ab = _act_bytes(dt)
+    kvb = bytes_per_element(dt.kv_dtype)
+    return Op("attention", "attention", g.count,
+              flops=2 * h_loc * ((dqk_d + dv_d) * decode_pairs + (dqk_p + dv_p) * prefill_pairs),
+              act_bytes=2 * tokens * out_width / par.tp * ab, kv_bytes=cached * kv_vals * kvb, group=_group_label(g))
+
+
+def attention_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, layers: list[LayerGroup], per_kind: dict,
+                  tokens) -> list[Op]:
+    """One attention op per layer group of ``layers``, from the step's sums per attention kind
+    (``per_kind[kind] = (decode_pairs, prefill_pairs, cached)``, replica-wide) and its ``tokens``."""
+    groups = par.attention_groups
+    ops = []
+    for g in layers:
+        if not g.has_attention:
+            continue
+        dec, pre, cached = per_kind[kind_of(g)]
+        ops.append(attention_op(m, g, dt, par, np.asarray(dec, dtype=float) / groups,
+                                np.asarray(pre, dtype=float) / groups, np.asarray(cached, dtype=float) / groups,
+                                np.asarray(tokens, dtype=float) / groups))
+    return ops
+
+
+def uniform_attention(m: ModelSpec, batch, new, past) -> dict:
+    """Per-kind attention sums of ``batch`` sequences each adding ``new`` tokens after ``past``:
+    decode pairs when new = 1, prefill pairs otherwise (MLA decodes absorbed, prefills expanded)."""
+    batch, new = np.asarray(batch, dtype=float), np.asarray(new, dtype=float)
+    out = {}
+    for kind in attention_kinds(m):
+        pairs, cached = sequence_attention(kind, past, new)
+        is_dec = new <= 1
+        out[kind] = (np.where(is_dec, batch * pairs, 0.0), np.where(is_dec, 0.0, batch * pairs), batch * cached)
+    return out
+
+

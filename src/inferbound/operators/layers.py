@@ -1,0 +1,180 @@
+"""The layers' work that depends only on the step's tokens: projections, MLP or experts, norms, their
+collectives, the embedding and the LM head.
+
+With T tokens in the step and TP degree t (Megatron sharding: heads and MLP columns split t ways, KV
+heads split but replicated when t > n_kv; MLA's latent cache is replicated):
+
+- GEMMs (QKV, output, state-space projections, MLP, experts, router, LM head): 2·T·(parameters on this
+  GPU) FLOPs, reading the weights once per step (``weight_bytes``) plus input and output activations;
+- MoE: a step of T tokens, each routed to k of E experts, touches E·(1-(1-k/E)^T) experts on average
+  (uniform routing); their weights are what is read; FLOPs are 2·T·k·(expert parameters);
+- norms, residual adds and activation functions: a few FLOPs and one read-write of the activations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import Dtypes, Parallelism
+from ..dtypes import bytes_per_element, component_weight_bytes
+from ..model.params import attention_params, expert_params, mlp_params, router_params
+from ..model.ssm import ssm_params
+from ..model.spec import LayerGroup, ModelSpec
+from .attention import attention_shape
+from .op import Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce
+
+
+def experts_touched(tokens, num_experts: int, top_k: int):
+    """Expected distinct experts hit by ``tokens`` tokens routing top-k of E uniformly: E·(1-(1-k/E)^T)."""
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** np.asarray(tokens, dtype=float))
+
+
+def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
+              moe_imbalance: float = 1.0) -> list[Op]:
+    """Operators of ``g.count`` decoder layers of one kind except the attention kernel and the
+    state-space scan, per GPU, with their collectives, for ``tokens`` new tokens of one attention group
+    (the replica's tokens / attention_dp groups): attention projections (layers with attention),
+    state-space projections (state-space layers: ssm_params, as ordinary GEMMs), the MLP or experts
+    (layers with one), norms. Weights are stored at the weight format where the deployment quantizes
+    that component (dtypes.component_weight_bytes). Under EP the busiest GPU carries ``moe_imbalance``
+    times the mean expert load.
+    """
+    tp = par.tp
+    d = m.hidden_size
+    ab = _act_bytes(dt)
+    kvb = bytes_per_element(dt.kv_dtype)
+    cb = _comm_bytes(dt)
+    tokens = np.asarray(tokens, dtype=float)
+    label = _group_label(g)
+    ops: list[Op] = []
+
+    if g.has_attention:  # --- attention projections (the attention kernel itself: attention_op)
+        wb = component_weight_bytes(dt, "attention")
+        _, _, _, _, _, kv_vals, attn_out_width = attention_shape(m, par)
+        attn_p = attention_params(m)
+        if m.mla is not None:
+            a = m.mla
+            o_params = m.num_heads * a.v_head_dim * d
+            qkv_out = m.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) / tp + a.kv_lora_rank + a.qk_rope_head_dim
+        else:
+            o_params = m.num_heads * m.head_dim * d + d * m.out_bias
+            qkv_out = (m.num_heads * (2 if m.attention_gate else 1) + 2 * m.num_kv_heads) * m.head_dim / tp
+        qkv_params = (attn_p - o_params) / tp
+        ops.append(Op("attn_qkv", "gemm", g.count, flops=2 * tokens * qkv_params,
+                      weight_bytes=qkv_params * wb, act_bytes=tokens * (d + qkv_out) * ab,
+                      kv_bytes=tokens * kv_vals * kvb, group=label))
+        ops.append(Op("attn_out", "gemm", g.count, flops=2 * tokens * o_params / tp,
+                      weight_bytes=o_params / tp * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
+                      group=label))
+        ops.extend(_tp_reduce("attn", g, par, tokens * d * cb, label))
+    if g.ssm_kind is not None:  # --- state-space projections (the scan itself: operators_ssm)
+        p = ssm_params(m.ssm, d) / tp
+        ops.append(Op("ssm_proj", "gemm", g.count, flops=2 * tokens * p,
+                      weight_bytes=p * component_weight_bytes(dt, "ssm"),
+                      act_bytes=tokens * (2 * d + 2 * p / d) * ab, group=label))
+        ops.extend(_tp_reduce("ssm", g, par, tokens * d * cb, label))
+
+    # --- MLP or experts
+    if g.moe:
+        ops.extend(_moe_ops(m, g, dt, par, tokens, moe_imbalance, label))
+    elif g.mlp:
+        p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / tp
+        ops.append(Op("mlp", "gemm", g.count, flops=2 * tokens * p, weight_bytes=p * component_weight_bytes(dt, "dense_mlp"),
+                      act_bytes=tokens * (2 * d + 3 * m.intermediate_size / tp) * ab, group=label))
+        ops.extend(_tp_reduce("mlp", g, par, tokens * d * cb, label))
+
+    # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
+    elems = tokens * d * (m.norms_per_layer + 1)
+    ops.append(Op("norms_residual", "elementwise", g.count, flops=8 * elems, act_bytes=3 * elems * ab,
+                  group=label))
+    return ops
+
+
+def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, imbalance: float,
+             label: str) -> list[Op]:
+    """Router, routed experts (TP- or EP-sharded), shared experts and their collectives.
+
+    The MoE layer sees every token of its group: T_moe = T·(attention groups). Each GPU of the group
+    holds E/ep experts, each split over expert_tp = group/ep GPUs. Per GPU: FLOPs
+    2·T_moe·k·P_e/group·imbalance; weights read: experts touched by T_moe tokens / ep, /expert_tp.
+    EP moves token copies with an all-to-all dispatch and combine of (T_moe/ep)·k·d values per GPU.
+    """
+    e, d = m.moe, m.hidden_size
+    ab = _act_bytes(dt)
+    cb = _comm_bytes(dt)
+    ops: list[Op] = []
+    group = par.moe_group
+    t_moe = tokens * par.attention_groups
+    imb = imbalance if par.ep > 1 else 1.0
+    router = router_params(m)
+    ops.append(Op("router", "gemm", g.count, flops=2 * tokens * router,
+                  weight_bytes=router * bytes_per_element(dt.high_precision),
+                  act_bytes=tokens * (d + e.num_experts) * ab, group=label))
+    per_expert = expert_params(m)
+    width = e.latent_size or d  # Nemotron-H latent MoE: experts read a narrower projection
+    touched = experts_touched(t_moe, e.num_experts, e.top_k)
+    if par.ep > 1:
+        a2a = t_moe / par.ep * e.top_k * d * cb
+        ops.append(_collective("moe_dispatch_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
+    ops.append(Op("experts", "gemm", g.count, flops=2 * t_moe * e.top_k * per_expert / group * imb,
+                  weight_bytes=touched / par.ep * per_expert / par.expert_tp * component_weight_bytes(dt, "routed_experts"),
+                  act_bytes=t_moe * e.top_k / par.ep * imb * (2 * width + 2 * e.expert_intermediate_size / par.expert_tp) * ab,
+                  group=label))
+    if par.ep > 1:
+        ops.append(_collective("moe_combine_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
+        if par.expert_tp > 1:
+            ops.append(_collective("expert_all_reduce", "all_reduce", g.count, t_moe / par.ep * e.top_k * d * cb,
+                                   "expert_tp", par.expert_tp, label))
+    if e.num_shared_experts:
+        sh = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts / par.tp
+        ops.append(Op("shared_experts", "gemm", g.count, flops=2 * tokens * sh,
+                      weight_bytes=sh * component_weight_bytes(dt, "shared_experts"),
+                      act_bytes=tokens * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / par.tp) * ab,
+                      group=label))
+    if par.ep == 1:  # experts and shared experts reduce together over TP
+        ops.extend(_tp_reduce("moe", g, par, tokens * d * cb, label))
+    else:
+        if e.num_shared_experts:
+            ops.extend(_tp_reduce("shared_expert", g, par, tokens * d * cb, label))
+        if par.tp > 1:  # each TP rank got back its 1/tp of the tokens; attention needs all of them
+            ops.append(_collective("moe_all_gather", "all_gather", g.count, tokens * d * cb, "tp", par.tp, label))
+    return ops
+
+
+def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[LayerGroup] | None = None,
+             first: bool = True, last: bool = True, moe_imbalance: float = 1.0) -> list[Op]:
+    """Everything of a step on one GPU that depends only on its ``tokens`` (the replica's new tokens):
+    the embedding (``first`` stage), every layer's projections, MLP/experts, norms and collectives
+    (``layers``: one pipeline stage's, default the whole model), the final norm (``last`` stage).
+    With attention data parallel each attention group runs tokens/dp of them."""
+    d = m.hidden_size
+    hb = bytes_per_element(dt.high_precision)
+    ab = _act_bytes(dt)
+    tokens = np.asarray(tokens, dtype=float) / par.attention_groups
+    ops = []
+    if first:
+        ops.append(Op("embedding", "embedding", 1, weight_bytes=tokens * d * hb, act_bytes=tokens * d * ab))
+        if par.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
+            ops.append(_collective("embedding_all_reduce", "all_reduce", 1, tokens * d * _comm_bytes(dt), "tp",
+                                   par.tp, ""))
+    for g in (_merged_groups(m) if layers is None else layers):
+        ops.extend(layer_ops(m, g, dt, par, tokens, moe_imbalance))
+    if last:
+        ops.append(Op("final_norm", "elementwise", 1, flops=8 * tokens * d, act_bytes=3 * tokens * d * ab))
+    return ops
+
+
+def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
+    """The LM head of the last stage for ``sampled`` sequences (one logits row each; the replica's count)
+    and, under TP, the all-gather of the vocab-parallel fp32 logits for sampling."""
+    tp = par.tp
+    d = m.hidden_size
+    logits = np.asarray(sampled, dtype=float) / par.attention_groups
+    vocab_loc = m.vocab_size / tp
+    ops = [Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc,
+              weight_bytes=d * vocab_loc * bytes_per_element(dt.high_precision),
+              act_bytes=logits * (d * _act_bytes(dt) + vocab_loc * 4))]
+    if tp > 1:  # gather the vocab-parallel logits for sampling
+        ops.append(_collective("logits_all_gather", "all_gather", 1, logits * m.vocab_size * 4, "tp", tp, ""))
+    return ops
+
+

@@ -1,0 +1,81 @@
+"""One operator of a step, per GPU: its FLOPs and bytes by kind; collectives state their size and group."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..config import Dtypes, Parallelism
+from ..dtypes import bytes_per_element
+from ..model.spec import LayerGroup, ModelSpec
+
+
+@dataclass
+class Op:
+    """One operator of a step, per GPU. ``count`` identical instances (layers) run one after another.
+    ``dtype``: the format it computes at when not the step's (a state-space scan on CUDA cores)."""
+
+    name: str
+    kind: str  # gemm | attention | scan | elementwise | embedding | collective
+    count: int
+    flops: object = 0.0
+    weight_bytes: object = 0.0
+    act_bytes: object = 0.0
+    kv_bytes: object = 0.0
+    group: str = ""  # which layer group (e.g. "full", "window128", "moe")
+    comm: dict = field(default_factory=dict)  # collectives: kind, bytes, group size, scope
+    dtype: str | None = None
+
+    @property
+    def bytes(self):
+        return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+
+def group_key(g: LayerGroup) -> tuple:
+    """What makes two layers price alike: attention kind and window, MoE, sequence mixer, MLP."""
+    return g.attention, g.window, g.moe, g.mixer, g.mlp
+
+
+def regroup(layers) -> list[LayerGroup]:
+    """Layers (groups) of one kind merged, in first-seen order (order inside a step does not price)."""
+    counts: dict[tuple, int] = {}
+    for g in layers:
+        counts[group_key(g)] = counts.get(group_key(g), 0) + g.count
+    return [LayerGroup(count=c, attention=a, window=w, moe=e, mixer=x, mlp=p) for (a, w, e, x, p), c in counts.items()]
+
+
+def _merged_groups(m: ModelSpec) -> list[LayerGroup]:
+    """Identical layer groups of the whole model merged."""
+    return regroup(m.layers)
+
+
+def _group_label(g: LayerGroup) -> str:
+    att = "full" if g.attention == "full" else f"{g.attention}{g.window}"
+    return att + ("/moe" if g.moe else "")
+
+
+def _comm_bytes(dt: Dtypes) -> float:
+    """Bytes per value of tensors crossing GPUs: 16-bit (engines reduce in bf16/fp16), fp32 if asked."""
+    return bytes_per_element(dt.high_precision)
+
+
+def _act_bytes(dt: Dtypes) -> float:
+    """Bytes per activation value: the activation dtype (fp4 activations are stored as 8-bit)."""
+    return bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+
+
+def _collective(name: str, kind: str, count: int, size_bytes, group: str, n: int, label: str) -> Op:
+    return Op(name, "collective", count, group=label,
+              comm={"kind": kind, "bytes": size_bytes, "group": group, "size": n})
+
+
+def _tp_reduce(name: str, g: LayerGroup, par: Parallelism, size_bytes, label: str) -> list[Op]:
+    """The TP reduction after a row-parallel GEMM: all-reduce, or RS + AG with sequence parallelism."""
+    if par.tp <= 1:
+        return []
+    if par.sequence_parallel:
+        return [_collective(f"{name}_reduce_scatter", "reduce_scatter", g.count, size_bytes, "tp", par.tp, label),
+                _collective(f"{name}_all_gather", "all_gather", g.count, size_bytes, "tp", par.tp, label)]
+    return [_collective(f"{name}_all_reduce", "all_reduce", g.count, size_bytes, "tp", par.tp, label)]
+
+

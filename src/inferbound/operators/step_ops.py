@@ -1,0 +1,58 @@
+"""All operators of a step, in execution order: body (layers.py), attention (attention.py) and
+state-space scans (ssm.py) of each layer group, the LM head on the last stage. Every quantity broadcasts
+over numpy arrays of batch / new / past, so one call prices a whole sweep.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import Dtypes, Parallelism
+from ..model.spec import LayerGroup, ModelSpec
+from .attention import attention_ops, uniform_attention
+from .layers import body_ops, head_ops
+from .op import Op, _merged_groups
+from .ssm import mixer_ops
+
+
+def stage_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sampled, per_kind: dict,
+              layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
+              moe_imbalance: float = 1.0, seqgroups=()) -> list[Op]:
+    """Every operator of one pipeline stage (or the whole model) for a step that adds ``tokens`` tokens,
+    samples ``sampled`` sequences, whose attention sums are ``per_kind`` and whose sequences are
+    ``seqgroups`` ((count, new, past) each: what state-space scans need), in execution order (each
+    group's attention kernel after its QKV projection, its scan after its state-space projection)."""
+    layers = _merged_groups(m) if layers is None else layers
+    body = body_ops(m, dt, par, tokens, layers, first, last, moe_imbalance)
+    att = iter(attention_ops(m, dt, par, layers, per_kind, tokens))
+    scans = iter(mixer_ops(m, dt, par, layers, seqgroups))
+    ops = []
+    for op in body:
+        ops.append(op)
+        if op.name == "attn_qkv":
+            ops.append(next(att))
+        elif op.name == "ssm_proj":
+            ops.append(next(scans))
+    return ops + (head_ops(m, dt, par, sampled) if last else [])
+
+
+def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1,
+                layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
+                moe_imbalance: float = 1.0) -> list[Op]:
+    """All operators of one uniform forward step on one GPU: ``batch`` sequences (the replica's) each add
+    ``new`` tokens after ``past`` cached ones; ``logits_per_seq`` logits rows each."""
+    batch = np.asarray(batch, dtype=float)
+    tokens = batch * np.asarray(new, dtype=float)
+    return stage_ops(m, dt, par, tokens, batch * logits_per_seq, uniform_attention(m, batch, new, past), layers,
+                     first, last, moe_imbalance, ((batch, new, past),))
+
+
+def prefill_ops(m, dt, par, batch, input_len, **stage) -> list[Op]:
+    """Prefill of ``batch`` prompts of ``input_len`` tokens (logits for the last token of each)."""
+    return forward_ops(m, dt, par, batch, input_len, 0, **stage)
+
+
+def decode_ops(m, dt, par, batch, context, **stage) -> list[Op]:
+    """One decode step: ``batch`` sequences each add one token after ``context`` cached tokens."""
+    return forward_ops(m, dt, par, batch, 1, context, **stage)
+
+
