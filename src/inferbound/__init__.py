@@ -2,23 +2,37 @@
 
 Python API (all SI units; results have ``.to_dict()``):
 
-- :func:`make_deployment` — model + GPU + parallel layout + dtypes, validated together;
+- :func:`make_deployment` — model + GPU + parallel layout + dtypes + serving engine, validated together;
 - :func:`estimate` — static batch: TTFT, TPOT, throughput, memory, energy, cost, bounds, explanation;
 - :func:`max_throughput` — offline operating point under continuous batching;
 - :func:`load_model`, :func:`count_params`, :func:`kv_bytes_per_token` — model arithmetic;
 - :func:`get_gpu`, :func:`load_catalog` — the hardware catalog.
 
-The serving simulator (``inferbound.sim``), search (``inferbound.search``), validation
-(``inferbound.validation``) and calibration (``inferbound.calibration``) live in their subpackages.
+The step contract (``inferbound.step``), the serving simulator (``inferbound.sim``), search
+(``inferbound.search``), validation (``inferbound.validation``) and calibration
+(``inferbound.calibration``) live in their modules. Names load on first use (a CLI command imports
+only what it runs).
 """
-from .config import Dtypes, Parallelism
-from .deployment import Deployment, make_deployment
-from .estimate import Estimate, estimate
-from .hardware import GPU, get_gpu, load_catalog
-from .model import ModelSpec, count_params, kv_bytes_per_token, load_model
-from .workloads import MaxThroughput, max_throughput
+from __future__ import annotations
+
+import importlib
+
+from .estimate import Estimate, estimate  # noqa: F401  (eager: the submodule shares the function's name)
 
 __version__ = "0.1.0"
-__all__ = ["Deployment", "Dtypes", "Estimate", "GPU", "MaxThroughput", "ModelSpec", "Parallelism", "count_params",
-           "estimate", "get_gpu", "kv_bytes_per_token", "load_catalog", "load_model", "make_deployment",
-           "max_throughput"]
+
+_EXPORTS = {
+    "Dtypes": "config", "Parallelism": "config", "Deployment": "deployment", "make_deployment": "deployment",
+    "GPU": "hardware", "get_gpu": "hardware",
+    "load_catalog": "hardware", "ModelSpec": "model", "count_params": "model", "kv_bytes_per_token": "model",
+    "load_model": "model", "MaxThroughput": "workloads", "max_throughput": "workloads",
+}
+__all__ = sorted([*_EXPORTS, "Estimate", "estimate"])
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'inferbound' has no attribute {name!r}")

@@ -67,6 +67,17 @@ def _o(name, kind, default, help, **kw) -> Opt:
     return Opt(name, kind, default, help, **kw)
 
 
+def _default_engine() -> str:
+    """The default engine named in data/engines.yaml (read raw: help text must not validate every profile)."""
+    from .datafiles import data_yaml
+    d = data_yaml("engines.yaml")["default"]
+    return f"{d['engine']}@{d['version']}"
+
+
+ENGINE_NAMES = ("vllm", "sglang", "trtllm")  # engines search can emit launch commands for (search/emit.py)
+BACKENDS = ("local", "ray")  # where search evaluates layouts (search/backends.py)
+
+
 DEPLOYMENT: tuple[Opt, ...] = (
     _o("model", "str", "llama-3.1-8b", "catalog alias, HF id, config.json path or folder", argument=True),
     _o("gpu", "str", "h100_sxm", "GPU id from `inferbound gpus`"),
@@ -100,7 +111,7 @@ DEPLOYMENT: tuple[Opt, ...] = (
 
 ENGINE: tuple[Opt, ...] = (
     _o("engine", "str", None, "serving engine profile: vllm, sglang, trtllm, gpt-fast, llama.cpp, or NAME@VERSION "
-       "(default: the engines.yaml default)"),
+       f"(default: {_default_engine()}, data/engines.yaml)"),
     _o("block_size", "int", None, "KV block (page) tokens (default: the engine's)", ge=1, api_le=4096),
     _o("token_budget", "int", None, "tokens per step: vLLM max_num_batched_tokens, SGLang chunked_prefill_size, "
        "TensorRT-LLM max_num_tokens (default: the engine's)", ge=1, api_le=MAX_TOKEN_BUDGET,

@@ -6,7 +6,8 @@ JSON API (bodies), so both print the same figures from the same calls.
 - ``memory``: bytes per GPU (weights, KV cache, activations, runtime reserve, the engine's KV
   allocation and what it leaves unused), fit, the largest batch at the context and the longest
   context at the batch;
-- ``engine``: the serving engine a result assumes (every output names it).
+- ``engine``: the serving engine a result assumes (every output names it);
+- ``model_rows``: the model catalog.
 """
 from __future__ import annotations
 
@@ -15,7 +16,22 @@ import numpy as np
 from . import step
 from .estimate import decode_contexts
 from .memory import max_batch, max_context, memory_report
+from .model import alias_of, catalog_files, count_params, kv_bytes_per_token, load_model
 from .roofline import roof, ridge_point
+
+
+def model_rows() -> list[dict]:
+    """One row per catalog model: parameters (total, active), layers, attention type (GQA-n: n KV
+    heads), KV bytes per token at bf16 (attention layers only), experts."""
+    rows = []
+    for hf_id in catalog_files():
+        m = load_model(hf_id)
+        p = count_params(m)
+        rows.append({"alias": alias_of(hf_id), "id": hf_id, "family": m.family,
+                     "total_params": p.total, "active_params": p.active, "layers": m.num_layers,
+                     "attention": m.attention_type, "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
+                     "experts": f"{m.moe.top_k}/{m.moe.num_experts}" if m.moe else ""})
+    return rows
 
 
 def engine(dep) -> dict:

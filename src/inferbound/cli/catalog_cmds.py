@@ -3,32 +3,20 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ..hardware import gpu_table, load_catalog, skipped_gpus
-from ..model import alias_of, catalog_files, count_params, kv_bytes_per_token, load_model
 from . import app
 from .common import GpuFile, Json, console, print_json, run
-
-
-def model_rows() -> list[dict]:
-    rows = []
-    for hf_id in catalog_files():
-        m = load_model(hf_id)
-        p = count_params(m)
-        rows.append({"alias": alias_of(hf_id), "id": hf_id, "family": m.family,
-                     "total_params": p.total, "active_params": p.active, "layers": m.num_layers,
-                     "attention": m.attention_type, "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
-                     "experts": f"{m.moe.top_k}/{m.moe.num_experts}" if m.moe else ""})
-    return rows
 
 
 @app.command()
 def models(json: Json = False) -> None:
     """List the bundled model catalog: parameters, layers, attention type, KV bytes per token."""
     def body():
+        from ..report import model_rows
         rows = model_rows()
         if json:
             return print_json(rows)
-        t = Table(title="Model catalog (params in billions; KV per token at bf16, all layers)")
+        t = Table(title="Model catalog (params in billions; KV per token at bf16, all attention layers; "
+                        "attention GQA-n = n KV heads)")
         for c in ("alias", "family", "total B", "active B", "layers", "attention", "experts", "KV B/token"):
             t.add_column(c, justify="right" if c in ("total B", "active B", "layers", "KV B/token") else "left")
         for r in rows:
@@ -42,6 +30,7 @@ def models(json: Json = False) -> None:
 def gpus(json: Json = False, gpu_file: GpuFile = None) -> None:
     """List the GPU catalog (dense peaks, HBM in GB = 1e9 bytes, links, power, price)."""
     def body():
+        from ..hardware import gpu_table, load_catalog, skipped_gpus
         rows = gpu_table(load_catalog(gpu_file))
         skipped = skipped_gpus(gpu_file)
         if json:

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .. import report
-from ..estimate import Estimate, estimate as run_estimate
 from ..options import STATIC, Opt
-from ..workloads import max_throughput
 from .common import console, gb, ms, print_json
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
@@ -25,6 +22,9 @@ JSON = (Opt("json", "bool", False, "print JSON instead of tables"),)
                      "energy, cost, memory and what binds each phase. Engine: --engine (default vLLM, engines.yaml).",
          DEPLOYMENT_AND_ENGINE, STATIC, SCENARIO, JSON)
 def estimate(o: dict) -> None:
+    from .. import report
+    from ..estimate import estimate as run_estimate
+    from ..workloads import max_throughput
     dep = deployment_from(o)
     if o["scenario"] == "max-throughput":
         r = max_throughput(dep, input_len=o["input_len"], output_len=o["output_len"], num_requests=o["requests"])
@@ -55,7 +55,7 @@ def show_max_throughput(r) -> None:
     console.print(t)
 
 
-def show_estimate(e: Estimate) -> None:
+def show_estimate(e) -> None:
     t = Table(title=f"{e.model} on {e.num_gpus}x {e.gpu} (TP{e.parallelism.tp}), "
                     f"batch {e.batch}, {e.input_len} in / {e.output_len} out, "
                     f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}")
@@ -105,6 +105,7 @@ def show_estimate(e: Estimate) -> None:
 @command("roofline", "Per-operator roofline of the prefill step and a mid-generation decode step, collectives "
                      "beside the operators.", DEPLOYMENT_AND_ENGINE, STATIC, JSON)
 def roofline(o: dict) -> None:
+    from .. import report
     dep = deployment_from(o)
     batch, input = o["batch"], o["input_len"]
     out = report.roofline(dep, batch, input, o["output_len"])
@@ -133,6 +134,7 @@ def roofline(o: dict) -> None:
 @command("memory", "Memory per GPU (weights, KV, activations, reserve), fit under the engine's KV allocation, "
                    "max batch and max context.", DEPLOYMENT_AND_ENGINE, STATIC, JSON)
 def memory(o: dict) -> None:
+    from .. import report
     dep = deployment_from(o)
     out = report.memory(dep, o["batch"], o["input_len"], o["output_len"])
     if o["json"]:

@@ -6,9 +6,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from ..options import ENGINE, SEARCH, Opt, engine_options
-from ..search import BACKENDS, ENGINES, SENSE, emit_command, search as run_search
-from ..search.result import SearchResult, fmt, unit_label
+from ..options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, SEARCH, Opt, engine_options
 from .common import console, print_json
 from .params import command
 
@@ -27,6 +25,7 @@ OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttf
 
 
 def _pair(text: str | None) -> tuple[str, str] | None:
+    from ..search import SENSE
     if text is None:
         return None
     parts = [x.strip() for x in text.split(",")]
@@ -40,6 +39,7 @@ def _pair(text: str | None) -> tuple[str, str] | None:
                    "(--engine, default the engines.yaml default): ranked table, why the winner wins, Pareto frontiers.",
          SEARCH, ENGINE, OUTPUT)
 def search(o: dict) -> None:
+    from ..search import emit_command, search as run_search
     pair = _pair(o["pareto"])
     for field, path, suffix in (("--plot", o["plot"], ".png"), ("--html", o["html"], ".html"), ("--csv", o["csv"], ".csv")):
         if path is not None and path.suffix.lower() != suffix:
@@ -77,7 +77,8 @@ def search(o: dict) -> None:
         console.print(launch, highlight=False, markup=False, soft_wrap=True)
 
 
-def _with_progress(model: str, kwargs: dict) -> SearchResult:
+def _with_progress(model: str, kwargs: dict):
+    from ..search import search as run_search
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("searching layouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -87,7 +88,7 @@ def _with_progress(model: str, kwargs: dict) -> SearchResult:
                           **kwargs)
 
 
-def _write_files(res: SearchResult, pairs, plot: Path | None, html: Path | None, csv: Path | None) -> list[Path]:
+def _write_files(res, pairs, plot: Path | None, html: Path | None, csv: Path | None) -> list[Path]:
     from ..search.plot import plot_html, plot_png
     written = []
     if plot is not None:
@@ -110,7 +111,8 @@ def _n(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:,.1f}" if abs(v) >= 10 else f"{v:,.2f}")
 
 
-def show(res: SearchResult, pairs) -> None:
+def show(res, pairs) -> None:
+    from ..search.result import fmt, unit_label
     w = res.workload
     slo = ", ".join(c.label for c in res.constraints) or "none"
     console.print(f"engine: {res.engine}", highlight=False)

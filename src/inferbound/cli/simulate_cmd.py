@@ -4,7 +4,6 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..options import SERVING, Opt
-from ..sim import simulate as run_simulation
 from .common import console, print_json
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
@@ -17,6 +16,7 @@ EXTRA = (Opt("plot", "path1", None, "write queue/KV/TTFT plots to FILE.png"),
                      "continuous batching, chunked prefill, preemption under the engine's rules (--engine); latency "
                      "percentiles, throughput, goodput, energy and cost.", DEPLOYMENT_AND_ENGINE, SERVING, EXTRA)
 def simulate(o: dict) -> None:
+    from ..sim import simulate as run_simulation
     dep = deployment_from(o)
     plot = o["plot"]
     if plot is not None and plot.suffix.lower() != ".png":

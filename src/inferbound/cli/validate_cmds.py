@@ -9,8 +9,6 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from ..validation import predict_rows, read_csv
-from ..validation.report import plot, row_records, summary, write_rows
 from . import app
 from .common import GpuFile, Json, console, print_json, run
 
@@ -27,6 +25,8 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
     """Predict every row of a measured CSV and report the error per source, scenario and metric."""
     def body():
         from ..calibration import resolve
+        from ..validation import predict_rows, read_csv
+        from ..validation.report import plot, row_records, summary, write_rows
         cal = resolve(calibration)  # a bad path fails here, once, with exit code 2
         calib = cal if cal is not None else "none"
         rows, bad = read_csv(file)
@@ -79,6 +79,8 @@ def calibrate(file: CsvFile,
     """Fit efficiency factors (least squares on log error), cross-validate by model and GPU, write a calibration."""
     def body():
         from ..calibration.fit import cross_validate, error_bands, fit, fit_request_overhead
+        from ..validation import predict_rows, read_csv
+        from ..validation.report import summary
         all_rows, bad = read_csv(file)
         wanted = {s.strip() for s in scenarios.split(",") if s.strip()}
         rows = [r for r in all_rows if r.scenario in wanted]

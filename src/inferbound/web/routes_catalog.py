@@ -26,7 +26,7 @@ def available(module: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _model_rows() -> list[dict]:
-    from ..cli.catalog_cmds import model_rows  # the same rows as `inferbound models --json`
+    from ..report import model_rows  # the same rows as `inferbound models --json`
     return jsonable(model_rows())
 
 
