@@ -98,8 +98,14 @@ class Estimate:
     def prefill_tok_s(self) -> float:
         return self.replicas * self.batch * self.input_len / self.ttft_s
 
+    @property
+    def fits(self) -> bool:
+        """Whether the batch fits the deployment's memory (else every figure is hypothetical)."""
+        return bool(np.all(self.memory.fits))
+
     def to_dict(self) -> dict:
         return {
+            "fits": self.fits, "fit_reason": self.memory.reason, "hypothetical": not self.fits,
             "model": self.model, "gpu": self.gpu, "num_gpus": self.num_gpus,
             "parallelism": self.parallelism.model_dump(), "dtypes": {**self.dtypes.model_dump(),
                                                                      "kv_effective": self.dtypes.kv_dtype},
@@ -190,7 +196,7 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
     for name, v, low in (("batch", batch, 1), ("input_len", input_len, 0), ("output_len", output_len, 1)):
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
-    warnings: list[str] = []
+    warnings: list[str] = list(dep.warnings)
     pre = step.prefill(dep, batch, max(input_len, 1))
     ctx = decode_contexts(input_len, output_len)
     dec = step.decode(dep, batch, ctx)
@@ -199,8 +205,7 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
     e2e = ttft + (output_len - 1) * tpot
     mem = memory_report(dep, batch, input_len + output_len, step_tokens=batch * input_len)
     if not mem.fits:
-        warnings.append(f"does not fit: KV {mem.kv_cache / 1e9:.1f} GB per GPU of the {mem.kv_capacity / 1e9:.1f} GB "
-                        f"{dep.runtime.label} allocates (weights {mem.weights / 1e9:.1f} GB of {g.hbm_bytes / 1e9:.0f} GB)")
+        warnings.append(f"does not fit: {mem.reason}; every figure is hypothetical")
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
     n_dec = output_len - 1

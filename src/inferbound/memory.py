@@ -124,9 +124,24 @@ class MemoryReport:
     def free(self):
         return self.kv_capacity - self.kv_cache
 
+    @property
+    def reason(self) -> str:
+        """Why it does not fit (empty when it fits)."""
+        if bool(np.all(self.fits)):
+            return ""
+        w, kv, cap = float(self.weights), float(np.max(self.kv_cache)), float(self.kv_capacity)
+        if cap <= 0:
+            return (f"the weights ({w / 1e9:.1f} GB per GPU) leave the engine no memory for a KV cache on a "
+                    f"{self.capacity / 1e9:.0f} GB GPU")
+        if kv > cap:
+            return f"the batch's KV cache ({kv / 1e9:.1f} GB per GPU) exceeds the {cap / 1e9:.1f} GB the engine allocates"
+        return (f"weights + KV + activations + reserve need {float(np.max(self.total)) / 1e9:.1f} GB per GPU of "
+                f"{self.capacity / 1e9:.0f} GB")
+
     def to_dict(self) -> dict:
         d = {k: float(v) if np.ndim(v) == 0 else np.asarray(v).tolist() for k, v in asdict(self).items()}
-        d.update(total=float(np.asarray(self.total).max()), fits=bool(np.all(self.fits)), units="bytes")
+        d.update(total=float(np.asarray(self.total).max()), fits=bool(np.all(self.fits)), units="bytes",
+                 reason=self.reason)
         return d
 
 

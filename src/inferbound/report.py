@@ -83,6 +83,6 @@ def memory(dep, batch: int, input_len: int, output_len: int) -> dict:
     """Memory per GPU of ``batch`` sequences of input + output tokens, fit, max batch, max context."""
     ctx = input_len + output_len
     rep = memory_report(dep, batch, ctx, step_tokens=batch * input_len)
-    return {**rep.to_dict(), "deployment": dep.label(), "batch": batch, "context": ctx,
+    return {**rep.to_dict(), "deployment": dep.label(), "batch": batch, "context": ctx, "warnings": dep.warnings,
             "max_batch_at_context": int(max_batch(dep, ctx)), "max_context_at_batch": int(max_context(dep, batch)),
             "engine": engine(dep)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from . import app
-from .common import GpuFile, Json, console, print_json, run
+from .common import GpuFile, Json, console, labelled, print_json, run
 
 
 @app.command()
@@ -49,5 +49,5 @@ def gpus(json: Json = False, gpu_file: GpuFile = None) -> None:
             t.add_row(*cells)
         console.print(t)
         for gid, why in skipped.items():
-            console.print(f"[yellow]skipped {gid}:[/yellow] {why}", highlight=False)
+            console.print(labelled(f"skipped {gid}:", "yellow", why), highlight=False)
     run(body)

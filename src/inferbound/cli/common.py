@@ -61,13 +61,24 @@ def parse_sets(items: list[str] | None, field: str) -> dict[str, Any]:
     return out
 
 
+def labelled(label: str, style: str, text: str):
+    """A styled label followed by plain text: user text (model names, config values) is never read
+    as terminal markup."""
+    from rich.text import Text
+    return Text.assemble((label, style), " ", str(text))
+
+
+def warn(text: str, to=None) -> None:
+    (to or console).print(labelled("warning:", "yellow", text), highlight=False)
+
+
 def run(fn: Callable[[], None]) -> None:
     """Run a command body: a ValueError becomes one line on stderr and exit code 2 (no traceback)."""
     try:
         fn()
     except (ValueError, KeyError, FileNotFoundError) as e:
         msg = e.args[0] if e.args else str(e)
-        err_console.print(f"[red]error:[/red] {msg}", highlight=False, markup=True, soft_wrap=True)
+        err_console.print(labelled("error:", "red", " ".join(str(msg).split())), highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -9,13 +9,27 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..options import STATIC, Opt
-from .common import console, gb, ms, print_json
+from .common import console, gb, labelled, ms, print_json, warn
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
 SCENARIO = (Opt("scenario", "str", "static", "static (one batch) or max-throughput (offline, in-flight batching)",
                 choices=("static", "max-throughput")),
             Opt("requests", "int", 10_000, "requests issued (max-throughput)", ge=1))
-JSON = (Opt("json", "bool", False, "print JSON instead of tables"),)
+JSON = (Opt("json", "bool", False, "print JSON instead of tables"),
+        Opt("strict", "bool", False, "exit with code 3 when the deployment does not fit (after printing)"))
+
+
+def lead_with_fit(fits: bool, reason: str) -> None:
+    """When it does not fit, say so first: the figures that follow are hypothetical."""
+    if not fits:
+        console.print(labelled("DOES NOT FIT:", "bold red", f"{reason}; the figures below are hypothetical"),
+                      highlight=False)
+
+
+def strict_exit(o: dict, fits: bool) -> None:
+    if o.get("strict") and not fits:
+        import typer
+        raise typer.Exit(3)
 
 
 @command("estimate", "Static batch (default) or max-throughput operating point: TTFT, TPOT, latency, throughput, "
@@ -31,8 +45,10 @@ def estimate(o: dict) -> None:
         return print_json({**r.to_dict(), "engine": report.engine(dep)}) if o["json"] else show_max_throughput(r)
     est = run_estimate(dep, batch=o["batch"], input_len=o["input_len"], output_len=o["output_len"])
     if o["json"]:
-        return print_json({**est.to_dict(), "engine": report.engine(dep)})
-    show_estimate(est)
+        print_json({**est.to_dict(), "engine": report.engine(dep)})
+    else:
+        show_estimate(est)
+    strict_exit(o, est.fits)
 
 
 def show_max_throughput(r) -> None:
@@ -56,6 +72,7 @@ def show_max_throughput(r) -> None:
 
 
 def show_estimate(e) -> None:
+    lead_with_fit(e.fits, e.memory.reason)
     t = Table(title=f"{e.model} on {e.num_gpus}x {e.gpu} (TP{e.parallelism.tp}), "
                     f"batch {e.batch}, {e.input_len} in / {e.output_len} out, "
                     f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}")
@@ -97,7 +114,7 @@ def show_estimate(e) -> None:
     console.print(e.prefill.explanation, highlight=False)
     console.print(e.decode.explanation, highlight=False)
     for w in e.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        warn(w)
     if not e.bands:
         console.print("no error band: running without a calibration (--calibration none)", highlight=False)
 
@@ -138,7 +155,9 @@ def memory(o: dict) -> None:
     dep = deployment_from(o)
     out = report.memory(dep, o["batch"], o["input_len"], o["output_len"])
     if o["json"]:
-        return print_json(out)
+        print_json(out)
+        return strict_exit(o, out["fits"])
+    lead_with_fit(out["fits"], out["reason"])
     batch, ctx = out["batch"], out["context"]
     console.print(f"engine: {out['engine']['settings']}", highlight=False)
     t = Table(title=f"Memory per GPU: {dep.model.name} on {dep.label()}, batch {batch} x {ctx} tokens")
@@ -151,3 +170,6 @@ def memory(o: dict) -> None:
     console.print(f"{'fits' if out['fits'] else 'DOES NOT FIT'}; max batch at {ctx} tokens: "
                   f"{out['max_batch_at_context']}; max context at batch {batch}: {out['max_context_at_batch']:,} tokens",
                   highlight=False)
+    for w in dep.warnings:
+        warn(w)
+    strict_exit(o, out["fits"])

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ..probe import TORCH_MISSING, torch_available
 from . import app
-from .common import Json, Set, console, err_console, parse_sets, print_json, run
+from .common import Json, Set, console, err_console, parse_sets, print_json, run, warn
 
 ProbeModel = Annotated[str, typer.Option("--model", help="dense Llama-style model: catalog alias, HF id or config path")]
 Quick = Annotated[bool, typer.Option("--quick", help="short run (CI): smaller shapes, fewer setups and steps")]
@@ -106,4 +106,4 @@ def show(r) -> None:
     console.print(t)
     console.print(f"files: {r.files['hardware']}, {r.files['rows']}, {r.files['no_cache_rows']}", highlight=False)
     for w in r.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        warn(w)

@@ -7,7 +7,7 @@ import numpy as np
 from rich.table import Table
 
 from ..options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, SEARCH, Opt, engine_options
-from .common import console, print_json
+from .common import console, labelled, print_json
 from .params import command
 
 OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttft_ms"),
@@ -127,7 +127,7 @@ def show(res, pairs) -> None:
         t.add_row(str(r.rank), unit_label(r) + fleet, str(r.concurrency), _n(r.objective_value),
                   *(_n(r.metrics.get(k)) for h, k in COLUMNS if k != res.objective), r.limit, r.bound)
     console.print(t)
-    console.print(f"[bold]Why:[/bold] {res.winner_reason}", highlight=False)
+    console.print(labelled("Why:", "bold", res.winner_reason), highlight=False)
     for x, y in pairs:
         front = res.frontier(x, y)
         ft = Table(title=f"Pareto frontier: {y} vs {x} ({len(front):,} points; a sample shown)")

@@ -10,7 +10,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from . import app
-from .common import GpuFile, Json, console, print_json, run
+from .common import GpuFile, Json, console, labelled, print_json, run
 
 CsvFile = Annotated[Path, typer.Argument(help="CSV in the validation schema (see docs/accuracy.md)")]
 Calib = Annotated[str | None, typer.Option("--calibration", help="calibration YAML, 'default' or 'none' (catalog priors)")]
@@ -66,7 +66,7 @@ def show_summary(s: dict) -> None:
                       f"{g['within_25']:.0%}", f"{g['bias']:+.1%}", "")
     console.print(t)
     for r in s["not_covered_rows"]:
-        console.print(f"[yellow]not covered[/yellow] {r['case']} {r['metric']}: {r['reason']}", highlight=False)
+        console.print(labelled("not covered", "yellow", f"{r['case']} {r['metric']}: {r['reason']}"), highlight=False)
 
 
 @app.command()
