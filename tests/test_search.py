@@ -48,6 +48,35 @@ def key(row):
     return row.gpu, row.tp, row.pp, row.weight_dtype
 
 
+def steady_by_hand(sm, d, i, o, budget):
+    """(mean step per output token, decode-only step) at D = d, written out (steady_state.steps): λ = d/(o − 1)
+    prompts arrive per step, each in n = ⌈i/(budget − d)⌉ chunks; a share f = min(1, max(λn, λi/(budget − d)))
+    of the steps carry the chunks (λn/f per prefill step, each i/n tokens after (n − 1)/2 chunks)."""
+    ctx, lam = i + (o - 2) / 2, d / (o - 1)
+    room = max(budget - d, 1)
+    n = math.ceil(i / room)
+    f = min(1.0, max(lam * n, lam * i / room))
+    t0 = float(sm.uniform(d, ctx, 0, 0)[0])
+    t1 = float(sm.uniform(d, ctx, lam * n / f, i / n, (n - 1) / 2 * i / n)[0])
+    return (1 - f) * t0 + f * t1, t0
+
+
+def ttft_by_hand(sm, d, i, o, budget, t, t0):
+    """TTFT = W + S: S the prompt's chunk steps beside d decodes; W the decode step's mean rest for arrivals
+    meeting no prefill, plus the M/G/1 prefill queue (Pollaczek-Khinchine) at the completion rate d/(o − 1)/t,
+    k = max(1, ⌊(budget − d)/i⌋) prompts per prefill step: W = (1 − u)·t0/2 + rate·S²/(2k)/(1 − u), u = rate·S/k."""
+    ctx = i + (o - 2) / 2
+    s_pre, rest, past = 0.0, i, 0
+    while rest > 0:
+        c = min(budget - d, rest)
+        s_pre += float(sm.uniform(d, ctx, 1, c, past)[0])
+        rest, past = rest - c, past + c
+    rate = d / (o - 1) / t
+    k = max(1, (budget - d) // i)
+    u = rate * s_pre / k
+    return (1 - u) * t0 / 2 + rate * s_pre ** 2 / (2 * k) / (1 - u) + s_pre
+
+
 # --------------------------------------------------------------------------- brute force
 
 def test_best_equals_brute_force_over_max_throughput():
@@ -86,9 +115,9 @@ def test_slo_best_equals_brute_force_over_single_configurations(tpot_ms, ttft_ms
         d_max = min(int(mt.kv_limit_concurrency / (1 + 1 / (o - 1))), int(budget // (1 + per_prompt)))
         sm = StepModel(dep, budget + 1, grid_points=MAX_THROUGHPUT_GRID)
         for d in range(1, d_max + 1):
-            t, _ = sm.uniform(d, ctx, d * per_prompt / i, i)
+            t, t0 = steady_by_hand(sm, d, i, o, budget)
             assert budget - d >= i  # the prompt enters in one chunk beside the d decodes
-            ttft = t + sm.uniform(d, ctx, 1, i, 0)[0]  # one step in flight, then the prompt's step
+            ttft = ttft_by_hand(sm, d, i, o, budget, t, t0)
             value = d / t / dep.num_gpus
             if t * 1e3 <= tpot_ms and ttft * 1e3 <= ttft_ms and value > best[0]:
                 best = (float(value), k, d)
@@ -120,12 +149,8 @@ def test_ttft_with_chunked_prompt_by_hand():
     ctx = i + (o - 2) / 2
     assert p.concurrency.max() > 200  # so the two-chunk case is reached
     for d in (1, 24, 25, 200, int(p.concurrency.max())):
-        t, _ = sm.uniform(d, ctx, d * (i / (o - 1)) / i, i)
-        ttft, rest, past = t, i, 0
-        while rest > 0:  # chunks of what the budget leaves beside the d decodes
-            c = min(budget - d, rest)
-            ttft += sm.uniform(d, ctx, 1, c, past)[0]
-            rest, past = rest - c, past + c
+        t, t0 = steady_by_hand(sm, d, i, o, budget)
+        ttft = ttft_by_hand(sm, d, i, o, budget, t, t0)  # chunks of what the budget leaves beside the d decodes
         k = int(np.flatnonzero(p.concurrency == d)[0])
         assert p.step_s[k] == pytest.approx(t, rel=1e-12)
         assert p.ttft_s[k] == pytest.approx(ttft, rel=1e-12)
@@ -139,7 +164,8 @@ def test_disaggregated_point_by_hand():
     sm = StepModel(dep, budget + 1, grid_points=MAX_THROUGHPUT_GRID)
     d = row.concurrency
     t_d, _ = sm.uniform(d, i + (o - 2) / 2, 0, 0)
-    k = budget // i  # prompts per prefill step
+    k = row.prefill_batch  # prompts per prefill step: swept 1, 2, 4, 8 = budget // i
+    assert k in (1, 2, 4, 8)
     t_p, _ = sm.uniform(0, 0, k, i)
     r_d, r_p = d / ((o - 1) * t_d), k / t_p
     ratios = [(math.ceil(y * r_d / r_p - 1e-9) + y) / y for y in range(1, 5)]
@@ -151,14 +177,37 @@ def test_disaggregated_point_by_hand():
     assert row.metrics["tpot_ms"] == pytest.approx(t_d * 1e3, rel=1e-12)
     assert row.metrics["ttft_ms"] == pytest.approx((2 * t_p + transfer) * 1e3, rel=1e-12)
     assert row.metrics["tok_s_per_gpu"] == pytest.approx(y * d / t_d / (x + y), rel=1e-12)
-    # the pool sizes at every concurrency: y = 1..4 decode replicas, fewest GPUs per decode replica
+    # every concurrency is evaluated at every prefill batch; the pool sizes: y = 1..4 decode replicas,
+    # fewest GPUs per decode replica, for that batch's prefill rate
     p = res.points
+    assert sorted(set(p.prefill_batch.tolist())) == [1, 2, 4, 8]
     t_all, _ = sm.uniform(p.concurrency.astype(float), i + (o - 2) / 2, 0, 0)
-    for k in range(0, len(p), 37):
-        rd = p.concurrency[k] / ((o - 1) * t_all[k])
-        options = [((math.ceil(y * rd / r_p - 1e-9) + y) / y, y, math.ceil(y * rd / r_p - 1e-9)) for y in range(1, 5)]
+    for j in range(0, len(p), 37):
+        kj = int(p.prefill_batch[j])
+        tp_j, _ = sm.uniform(0, 0, kj, i)
+        rp = kj / tp_j
+        rd = p.concurrency[j] / ((o - 1) * t_all[j])
+        options = [((math.ceil(y * rd / rp - 1e-9) + y) / y, y, math.ceil(y * rd / rp - 1e-9)) for y in range(1, 5)]
         _, y, x = min(options)
-        assert (p.prefill_replicas[k], p.decode_replicas[k]) == (x, y)
+        assert (p.prefill_replicas[j], p.decode_replicas[j]) == (x, y)
+        assert p.ttft_s[j] == pytest.approx(2 * tp_j + transfer, rel=1e-12)
+
+
+def test_disaggregated_ttft_slo_uses_a_small_prefill_batch():
+    """The issue's case: a full token-budget prefill batch at concurrency 1 misjudges a TTFT SLO. With
+    the batch swept, the one-prompt prefill step (t_p(1) < t_p(8)) meets an SLO the full batch misses."""
+    i, o = 1024, 256
+    dep = make_deployment(model=M8, gpu="h100_sxm", tp=1, weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+    sm = StepModel(dep, 8193, grid_points=MAX_THROUGHPUT_GRID)
+    t1, _ = sm.uniform(0, 0, 1, i)
+    t8, _ = sm.uniform(0, 0, 8, i)
+    link = network_link(dep.gpu)
+    transfer = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) / link.effective_bw + link.latency
+    slo = (2 * t1 + transfer + 2 * t8 + transfer) / 2 * 1e3  # between the one-prompt and full-batch TTFTs
+    res = search(M8, gpus=["h100_sxm"], max_gpus=1, dtypes=["fp8"], disaggregated=True, input_len=i, output_len=o,
+                 slo_ttft_ms=slo)
+    assert res.table[0].metrics["ttft_ms"] <= slo
+    assert res.table[0].prefill_batch < 8
 
 
 def test_plain_dp_replicas_match_one_replica_per_gpu():
@@ -218,7 +267,7 @@ def test_unmet_slo_names_the_closest_miss():
     fastest = None
     for k, dep in small_deployments():
         sm = StepModel(dep, 8193, grid_points=MAX_THROUGHPUT_GRID)
-        t, _ = sm.uniform(1, i + (o - 2) / 2, 1 / (o - 1), i)
+        t, _ = steady_by_hand(sm, 1, i, o, 8192)
         if fastest is None or t < fastest[0]:
             fastest = (float(t), dep.label())
     with pytest.raises(ValueError) as e:

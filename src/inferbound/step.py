@@ -62,6 +62,12 @@ class StepLoad:
     attention: dict  # {(attention, window): (decode pairs, prefill pairs, cached tokens read)}
     seqgroups: tuple = ()  # ((count, new, past), ...): the sequences, for state-space scans
 
+    def __add__(self, other: "StepLoad") -> "StepLoad":
+        """Two sets of sequences in one step."""
+        att = {k: tuple(a + b for a, b in zip(self.attention[k], other.attention[k])) for k in self.attention}
+        return StepLoad(self.tokens + other.tokens, self.sampled + other.sampled, self.sequences + other.sequences,
+                        att, self.seqgroups + other.seqgroups)
+
     def scaled(self, f) -> "StepLoad":
         """The load of one of 1/f micro-batches."""
         return StepLoad(self.tokens * f, self.sampled * f, self.sequences * f,

@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..model import ModelSpec, load_model
+from ..workloads.steady_state import prompts_per_decode
 from .backends import BACKENDS, evaluate_all
 from .emit import ENGINES, emit_command
 from .evaluate import Workload, step_model
@@ -44,7 +45,7 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
            ray_address: str | None = None, progress=None, calibration=None, dtypes: list[str] | None = None,
            all_layouts: bool = False, top: int | None = None, token_budget: int | None = None,
            engine: str | None = None, engine_options: dict | None = None, gpu_overrides: dict | None = None,
-           gpu_files: list | None = None) -> SearchResult:
+           gpu_files: list | None = None, lengths=None) -> SearchResult:
     """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
 
     ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
@@ -55,7 +56,8 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     ``engine`` / ``engine_options``: the serving engine every layout runs (runtime.py; None: the default)
     and its overrides; ``token_budget`` is shorthand for engine_options token_budget.
     ``gpu_overrides`` / ``gpu_files``: field overrides applied to every searched GPU and extra hardware
-    files (as ``--gpu-set`` / ``--gpu-file`` of estimate).
+    files (as ``--gpu-set`` / ``--gpu-file`` of estimate). ``lengths``: a workloads.lengths.Mix (a
+    distribution, trace or dataset profile) in place of the fixed ``input_len``/``output_len``.
     ``progress(done, total)`` is called while layouts evaluate.
     Raises ValueError naming the closest miss when no configuration meets the constraints.
     """
@@ -82,8 +84,10 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     options = dict(engine_options or {})
     if token_budget is not None:
         options["token_budget"] = int(_check("token_budget", token_budget, 1))
-    w = Workload(input_len=int(input_len), output_len=int(output_len), disaggregated=modes[-1],
-                 max_decode_replicas=int(d["evaluation"]["max_decode_replicas"]))
+    if lengths is not None:
+        input_len, output_len = lengths.mean_input, lengths.mean_output
+    w = Workload(input_len=input_len, output_len=output_len, disaggregated=modes[-1],
+                 max_decode_replicas=int(d["evaluation"]["max_decode_replicas"]), mix=lengths)
     m = model if isinstance(model, ModelSpec) else load_model(model)
     space = build_space(m, resolve_gpus(gpus, calibration, gpu_overrides, gpu_files), max_gpus, dtypes, all_layouts,
                         engine, options)
@@ -163,8 +167,9 @@ def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, f
     groups = dep.par.attention_groups
     sm = step_model(dep, dep.runtime.token_budget * groups + groups)
     dec = float(points.concurrency[i])
-    prompts = 0.0 if w.disaggregated else dec * w.input_len / (w.output_len - 1)
+    mix = w.lengths
+    prompts = 0.0 if w.disaggregated else dec * mix.mean_input * prompts_per_decode(mix)
     what = f"{dec:.0f} decodes" + (f" + {prompts:,.0f} prompt tokens" if prompts else "")
-    row.bound, row.explanation = explain_row(dep, sm, dec, w.input_len, w.output_len, w.disaggregated,
+    row.bound, row.explanation = explain_row(dep, sm, dec, mix, w.disaggregated,
                                              f"its step ({what} on {unit_label(row)})")
     return row

@@ -9,25 +9,36 @@ sequences decode at the mean context c̄ while each step prefills D/(O − 1) pr
 smaller of the KV-cache and token-budget caps (``steady_state.caps``). For every D:
 
     TPOT = ITL = t(D)                        tok/s per replica = D / t(D)      per user = 1 / t(D)
-    TTFT = t(D) + Σ_k t_k(D)                 one step in flight when the request arrives, then its
-                                             prompt as chunks of min(B − D/g, remaining) tokens after
-                                             k·chunk cached ones, mixed with the D decodes (queueing
-                                             for a free slot is not modelled)
+    TTFT = W + Σ_k t_k(D)                    the wait for the step in flight and for prefill work
+                                             ahead (steady_state.ttft, at the replica's completion
+                                             rate D·p/t), then the prompt as chunks of
+                                             min(B − D/g, remaining) tokens after k·chunk cached ones,
+                                             mixed with the D decodes
     e2e  = TTFT + (O − 1)·TPOT               requests/s = (D/t) / O  (as max_throughput)
     watts = GPUs · P(D)                      P: energy.power_w of the step's FLOPs and bytes
 
+t(D) is the mean step per output token of the steady state's step kinds (steady_state.steps: prompt
+chunks arrive in lumps, so some steps carry prefill and the rest only decode).
+
 Disaggregated (DistServe/Splitwise style; both pools use the same layout): a decode replica runs
 decode-only steps t_d(D) at D = 1..D_max (KV cap C_kv, token cap B·g); a prefill replica runs steps
-of k = max(1, ⌊B·g/I⌋) prompts (chunks of B for longer prompts), t_p, so it prefills R_p = k/t_p
-prompts/s. A decode replica completes R_d = D/((O − 1)·t_d) requests/s. A group of x prefill and y
-decode replicas (y = 1..Y, data/search.yaml) needs x = ⌈y·R_d/R_p⌉; the y with the fewest GPUs per
-decode replica, (x + y)/y, is kept. Then
+of k prompts, t_p(k), so it prefills R_p(k) = k/t_p(k) prompts/s. The prefill batch is swept,
+k ∈ {1, 2, 4, …, k_max} with k_max = ⌊B·g/Ī⌋ (the token budget; prompts longer than B run alone in
+chunks of B) and the KV the prefill replica holds: small batches give short TTFTs at low load, full
+ones the fewest prefill GPUs, so TTFT SLOs are judged on the batch that meets them. A decode replica
+completes R_d = D/((Ō − 1)·t_d) requests/s. A group of x prefill and y decode replicas (y = 1..Y,
+data/search.yaml) needs x = ⌈y·R_d/R_p(k)⌉; the y with the fewest GPUs per decode replica, (x + y)/y,
+is kept. Then, per (D, k),
 
-    TPOT = t_d(D)    TTFT = t_p + t_p + KV transfer    (a prefill step in flight, the prompt's own step,
-                                                        then kv_bytes_per_gpu(I) over the link of
-                                                        sim/engine.py: NIC, else PCIe)
+    TPOT = t_d(D)    TTFT = t_p(k) + t_p(k) + KV transfer    (a prefill step in flight, the prompt's own
+                                                  step, then kv_bytes_per_gpu(Ī) over the link of
+                                                  sim/engine.py: NIC, else PCIe)
     tok/s = y·D/t_d  GPUs = (x + y)·G   watts = G·(y·P_d + x·(u·P_p + (1 − u)·P_idle)),
                                         u = y·R_d/(x·R_p) the prefill pool's busy share.
+
+Length mixes (workloads/lengths.py): the steps price every class (steady_state.load); aggregated TTFT
+is the request-weighted mean over classes, Σ w_c TTFT_c; disaggregated prefill steps carry the classes
+in their shares.
 """
 from __future__ import annotations
 
@@ -43,17 +54,25 @@ from ..sim.engine import kv_link, transfer_seconds
 from ..step import uniform
 from ..stepmodel import StepModel
 from ..workloads import steady_state
+from ..workloads.lengths import Mix, fixed
 from ..workloads.max_throughput import MAX_THROUGHPUT_GRID
 
 
 @dataclass(frozen=True)
 class Workload:
-    """What every layout is evaluated on; the engine's limits come from each deployment's runtime."""
+    """What every layout is evaluated on; the engine's limits come from each deployment's runtime.
+    ``mix``: the request length classes (None: fixed ``input_len``/``output_len``, which are otherwise
+    the mix's means)."""
 
-    input_len: int
-    output_len: int
+    input_len: float
+    output_len: float
     disaggregated: bool = False
     max_decode_replicas: int = 4
+    mix: Mix | None = None
+
+    @property
+    def lengths(self) -> Mix:
+        return self.mix if self.mix is not None else fixed(self.input_len, self.output_len)
 
 
 @dataclass
@@ -71,6 +90,15 @@ class LayoutPoints:
     cap: str  # what ends the concurrency range: kv-cache or token budget
     kv_capacity_bytes: float  # per GPU
     concurrent_seqs: np.ndarray  # sequences held per replica (engine max-num-seqs)
+    decode_batch: np.ndarray | None = None  # D of each point (None: 1..len)
+    prefill_batch: np.ndarray | None = None  # disaggregated: prompts per prefill step (else 0)
+
+    def __post_init__(self):
+        n = self.step_s.size
+        if self.decode_batch is None:
+            self.decode_batch = np.arange(1, n + 1, dtype=np.int64)
+        if self.prefill_batch is None:
+            self.prefill_batch = np.zeros(n, dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self.step_s.size)
@@ -100,7 +128,7 @@ def clear_cache() -> None:
 
 def concurrency_caps(dep: Deployment, w: Workload, decode_only: bool = False) -> tuple[dict, float, float]:
     """The steady-state caps (workloads.steady_state.caps) for this workload under the engine."""
-    return steady_state.caps(dep, w.input_len, w.output_len, dep.runtime, decode_only)
+    return steady_state.caps(dep, w.lengths, None, dep.runtime, decode_only)
 
 
 def _priced(sm: StepModel, load):
@@ -111,7 +139,7 @@ def _priced(sm: StepModel, load):
 
 def _steady(sm: StepModel, dec, w: Workload, decode_only: bool = False):
     """(seconds, watts per GPU) of the steady-state step at decode batches ``dec`` (steady_state.step_cost)."""
-    t, flops, moved, _ = steady_state.step_cost(sm, sm.dep.runtime, dec, w.input_len, w.output_len, decode_only)
+    t, flops, moved, _ = steady_state.step_cost(sm, sm.dep.runtime, dec, w.lengths, None, decode_only)
     return t, power_w(sm.dep.gpu, sm.dep.compute_dtype, flops, moved, t)
 
 
@@ -125,76 +153,84 @@ def _table(dep: Deployment, w: Workload) -> StepModel:
     return step_model(dep, dep.runtime.token_budget * g + g)
 
 
-def _prompt_steps(sm: StepModel, dec, ctx: float, chunk, prompt: int):
-    """Seconds and joules/GPU of the steps that carry one prompt in chunks of ``chunk`` beside ``dec``
-    decodes (arrays over D): Σ_k t(dec, 1 prompt of min(chunk, rest) after k·chunk cached)."""
-    dec = np.asarray(dec, dtype=float)
-    rest = np.full(np.broadcast(dec, chunk).shape, float(prompt))
-    past = np.zeros_like(rest)
-    secs, joules = np.zeros_like(rest), np.zeros_like(rest)
-    while np.any(rest > 0):
-        c = np.minimum(chunk, rest)
-        on = c > 0
-        t, watts = _priced(sm, uniform(sm.dep.model, decode=dec, context=ctx, prompts=on.astype(float), new=c,
-                                       past=past))
-        secs += np.where(on, t, 0.0)
-        joules += np.where(on, t * watts, 0.0)
-        past, rest = past + c, rest - c
-    return secs, joules
-
-
 def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     caps, capacity, _ = concurrency_caps(dep, w)
     d_max = min(caps.values())
     if d_max < 1:
         return None
-    i, o = w.input_len, w.output_len
-    groups = dep.par.attention_groups
+    mix = w.lengths
     sm = _table(dep, w)
     dec = np.arange(1, d_max + 1, dtype=float)
-    ctx = steady_state.mean_context(i, o)
-    t, watts = _steady(sm, dec, w)
-    chunk = np.maximum(dep.runtime.token_budget - dec / groups, 1.0)
-    prefill_s, _ = _prompt_steps(sm, dec, ctx, chunk, i)
+    st = steady_state.steps(sm, dep.runtime, dec, mix)
+    t = st.per_token("time")
+    watts = power_w(dep.gpu, dep.compute_dtype, st.per_token("flops"), st.per_token("bytes"), t)
+    rate = dec * steady_state.prompts_per_decode(mix) / t  # completions = arrivals per replica
+    classes, _, _ = steady_state.ttft(sm, dep.runtime, dec, mix, st, rate)
+    ttft = sum(wt * c for wt, c in zip(mix.weights, classes))
     g = dep.par.replica_gpus
     ones = np.ones(d_max, dtype=np.int64)
-    return LayoutPoints(step_s=t, ttft_s=t + prefill_s, tok_s=dec / t, watts=watts * g, gpus=ones * g,
+    return LayoutPoints(step_s=t, ttft_s=ttft, tok_s=dec / t, watts=watts * g, gpus=ones * g,
                         prefill_replicas=ones * 0, decode_replicas=ones, cap=min(caps, key=caps.get),
                         kv_capacity_bytes=capacity,
-                        concurrent_seqs=np.ceil(steady_state.concurrency(dec, o)).astype(np.int64))
+                        concurrent_seqs=np.ceil(steady_state.concurrency(dec, mix)).astype(np.int64))
+
+
+def prefill_batches(k_max: int) -> list[int]:
+    """The swept prefill batches: powers of two below ``k_max``, then ``k_max``."""
+    ks = [1 << j for j in range(max(0, int(k_max).bit_length())) if (1 << j) < k_max]
+    return ks + [int(k_max)]
+
+
+def _prefill_step(sm: StepModel, mix: Mix, k: int, budget: int):
+    """(seconds, watts per GPU) of one prefill step of k prompts in the mix's shares; a prompt longer
+    than the token budget runs alone in chunks of the budget."""
+    if k == 1 and max(mix.inputs) > budget:
+        secs = joules = 0.0
+        for wt, i in zip(mix.weights, mix.inputs):
+            s, j = steady_state.prompt_steps(sm, 0.0, 0.0, float(budget), i)
+            secs, joules = secs + wt * float(s), joules + wt * float(j)
+        return secs, joules / secs
+    load = None
+    for wt, i in zip(mix.weights, mix.inputs):
+        part = uniform(sm.dep.model, prompts=float(k) * wt, new=float(i))
+        load = part if load is None else load + part
+    t, p = _priced(sm, load)
+    return float(t), float(p)
 
 
 def _disaggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     caps, capacity, _ = concurrency_caps(dep, w, decode_only=True)
     d_max = min(caps.values())
-    i, o, budget = w.input_len, w.output_len, dep.runtime.token_budget
+    mix = w.lengths
+    i, o, budget = mix.mean_input, mix.mean_output, dep.runtime.token_budget
     groups = dep.par.attention_groups
     prompt_kv = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) * groups
-    k = max(1, (budget * groups) // i) if i <= budget else 1
-    k = int(min(k, capacity // prompt_kv)) if prompt_kv > 0 else k
-    if d_max < 1 or k < 1:
+    k_max = max(1, int((budget * groups) // i)) if max(mix.inputs) <= budget else 1
+    k_max = int(min(k_max, capacity // prompt_kv)) if prompt_kv > 0 else k_max
+    if d_max < 1 or k_max < 1:
         return None
     sm = _table(dep, w)
     dec = np.arange(1, d_max + 1, dtype=float)
     t_d, p_d = _steady(sm, dec, w, decode_only=True)
-    if i <= budget:
-        t_p, p_p = (float(x) for x in _priced(sm, uniform(dep.model, prompts=float(k), new=float(i))))
-    else:
-        secs, joules = _prompt_steps(sm, 0.0, 0.0, float(budget), i)
-        t_p, p_p = float(secs), float(joules / secs)
-    r_p = k / t_p
     r_d = dec / ((o - 1) * t_d)
     ys = np.arange(1, w.max_decode_replicas + 1, dtype=float)[:, None]
-    xs = np.maximum(np.ceil(ys * r_d / r_p - 1e-9), 1.0)
-    best = np.argmin((xs + ys) / ys, axis=0)  # first (smallest y) among ties
-    cols = np.arange(d_max)
-    x, y = xs[best, cols], ys[best, 0]
-    busy = np.minimum(y * r_d / (x * r_p), 1.0)
     g = dep.par.replica_gpus
     idle = dep.gpu.power.idle_w
     transfer = transfer_seconds(dep, kv_link(dep), i)
-    return LayoutPoints(step_s=t_d, ttft_s=np.full(d_max, 2 * t_p + transfer), tok_s=y * dec / t_d,
-                        watts=g * (y * p_d + x * (busy * p_p + (1 - busy) * idle)),
-                        gpus=((x + y) * g).astype(np.int64), prefill_replicas=x.astype(np.int64),
-                        decode_replicas=y.astype(np.int64), cap=min(caps, key=caps.get),
-                        kv_capacity_bytes=capacity, concurrent_seqs=dec.astype(np.int64))
+    cols = np.arange(d_max)
+    parts = []
+    for k in prefill_batches(k_max):
+        t_p, p_p = _prefill_step(sm, mix, k, budget)
+        r_p = k / t_p
+        xs = np.maximum(np.ceil(ys * r_d / r_p - 1e-9), 1.0)
+        best = np.argmin((xs + ys) / ys, axis=0)  # first (smallest y) among ties
+        x, y = xs[best, cols], ys[best, 0]
+        busy = np.minimum(y * r_d / (x * r_p), 1.0)
+        parts.append(dict(step_s=t_d, ttft_s=np.full(d_max, 2 * t_p + transfer), tok_s=y * dec / t_d,
+                          watts=g * (y * p_d + x * (busy * p_p + (1 - busy) * idle)), gpus=(x + y) * g,
+                          prefill_replicas=x, decode_replicas=y, concurrent_seqs=dec,
+                          decode_batch=dec, prefill_batch=np.full(d_max, k)))
+    cat = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    ints = ("gpus", "prefill_replicas", "decode_replicas", "concurrent_seqs", "decode_batch", "prefill_batch")
+    return LayoutPoints(**{key: (v.astype(np.int64) if key in ints else v) for key, v in cat.items()},
+                        cap=min(caps, key=caps.get), kv_capacity_bytes=capacity)

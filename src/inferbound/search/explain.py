@@ -11,11 +11,13 @@ from ..deployment import Deployment
 from ..explain import phase
 from ..stepmodel import StepModel
 from ..workloads import steady_state
+from ..workloads.lengths import Mix
 
 
-def explain_row(dep: Deployment, sm: StepModel, decode: float, input_len: int, output_len: int,
-                decode_only: bool, label: str) -> tuple[str, str]:
-    """(bound, '<label>: HBM-bound, weights 52%, KV 30%, all-reduce 9%') of the step at decode batch D."""
-    cost = sm.price(steady_state.load(dep.model, decode, input_len, output_len, decode_only))
+def explain_row(dep: Deployment, sm: StepModel, decode: float, lengths: Mix, decode_only: bool,
+                label: str) -> tuple[str, str]:
+    """(bound, '<label>: HBM-bound, weights 52%, KV 30%, all-reduce 9%') of the step at decode batch D
+    of the workload's length mix (workloads/lengths.py)."""
+    cost = sm.price(steady_state.load(dep.model, decode, lengths, decode_only))
     p = phase(cost, label)
     return p.bound, p.explanation

@@ -53,12 +53,13 @@ class Points:
     prefill_replicas: np.ndarray
     decode_replicas: np.ndarray
     concurrent_seqs: np.ndarray
+    prefill_batch: np.ndarray  # disaggregated: prompts per prefill step (0 aggregated)
     price: np.ndarray  # per layout: $/GPU-hour (NaN without a price)
-    output_len: int
+    output_len: float  # mean output tokens per request
     target_rate: float | None = None
 
     @classmethod
-    def concat(cls, per_layout: list, price: np.ndarray, output_len: int, target_rate: float | None):
+    def concat(cls, per_layout: list, price: np.ndarray, output_len: float, target_rate: float | None):
         """From LayoutPoints (None for a layout that holds no request) in layout order."""
         parts = [(i, p) for i, p in enumerate(per_layout) if p is not None]
 
@@ -66,13 +67,14 @@ class Points:
             return np.concatenate([np.asarray(get(i, p), dtype=dtype) for i, p in parts]) if parts \
                 else np.zeros(0, dtype=dtype)
         return cls(layout=cat(lambda i, p: np.full(len(p), i), np.int64),
-                   concurrency=cat(lambda i, p: np.arange(1, len(p) + 1), np.int64),
+                   concurrency=cat(lambda i, p: p.decode_batch, np.int64),
                    step_s=cat(lambda i, p: p.step_s), ttft_s=cat(lambda i, p: p.ttft_s),
                    tok_s=cat(lambda i, p: p.tok_s), unit_watts=cat(lambda i, p: p.watts),
                    unit_gpus=cat(lambda i, p: p.gpus, np.int64),
                    prefill_replicas=cat(lambda i, p: p.prefill_replicas, np.int64),
                    decode_replicas=cat(lambda i, p: p.decode_replicas, np.int64),
                    concurrent_seqs=cat(lambda i, p: p.concurrent_seqs, np.int64),
+                   prefill_batch=cat(lambda i, p: p.prefill_batch, np.int64),
                    price=np.asarray(price, dtype=float), output_len=output_len, target_rate=target_rate)
 
     def __len__(self) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 from .metrics import SENSE, UNITS
 from .result import SearchResult
 from .space import search_defaults
+from ..workloads.lengths import describe
 
 TITLES = {"tok_s_per_gpu": "output tok/s per GPU", "tok_s_per_user": "tok/s per user",
           "tokens_per_joule": "output tokens per joule", "usd_per_mtok": "$ per million output tokens",
@@ -46,7 +47,7 @@ def _title(result: SearchResult) -> str:
     w = result.workload
     mode = f", {' + '.join(result.modes)}" if result.modes != ("aggregated",) else ""
     slo = f", {', '.join(c.label for c in result.constraints)}" if result.constraints else ""
-    return f"{result.model}: {w.input_len} in / {w.output_len} out{mode}{slo}"
+    return f"{result.model}: {describe(w.lengths)}{mode}{slo}"
 
 
 #: frontier points are coloured by layout when it has at most this many, else by GPU type (legend size)

@@ -18,6 +18,7 @@ from ..memory import weight_bytes_per_gpu
 from .evaluate import Workload
 from .metrics import SENSE, UNITS, Constraint, Points, check_metric
 from .pareto import pareto_mask
+from ..workloads.lengths import describe
 
 ROW_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "tok_s", "tok_s_per_gpu", "tok_s_per_user", "requests_per_s",
                "tokens_per_joule", "watts", "usd_per_hour", "usd_per_mtok", "gpus")
@@ -66,6 +67,7 @@ class Row:
     engine: str = ""  # engine profile the row was evaluated under (name@version)
     memory_fraction: float | None = None  # the engine's KV memory fraction (None: its automatic value)
     mem_fraction_static: float = 0.0  # (weights + KV pool) / HBM: SGLang's share for the KV assumed
+    prefill_batch: int = 0  # disaggregated: prompts per prefill step (0 aggregated)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,7 +91,8 @@ def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: 
                attention_dp=par.attention_dp, nodes=par.nodes, dtype=combo, weight_dtype=dep.dtypes.weight,
                act_dtype=dep.dtypes.act, kv_dtype=dep.dtypes.kv_dtype, concurrency=int(points.concurrency[i]),
                max_num_seqs=int(points.concurrent_seqs[i]), token_budget=rt.token_budget, prefill_replicas=x,
-               decode_replicas=y, replicas=int(points.replicas[i]), objective=objective,
+               decode_replicas=y, prefill_batch=int(points.prefill_batch[i]), replicas=int(points.replicas[i]),
+               objective=objective,
                objective_value=_num(float(points.metric(objective, slice(i, i + 1))[0])), limit=limit,
                metrics=metrics, kv_capacity_gb=kv_capacity / 1e9,
                engine=rt.engine, memory_fraction=rt.memory_fraction,
@@ -176,7 +179,7 @@ class SearchResult:
         p = self.points
         d = {"layout": self.labels[int(p.layout[i])], "concurrency": int(p.concurrency[i]),
              "prefill_replicas": int(p.prefill_replicas[i]), "decode_replicas": int(p.decode_replicas[i]),
-             "replicas": int(p.replicas[i])}
+             "prefill_batch": int(p.prefill_batch[i]), "replicas": int(p.replicas[i])}
         d.update({k: _num(float(p.metric(k, slice(i, i + 1))[0])) for k in row_metrics(p)})
         return d
 
@@ -189,7 +192,8 @@ class SearchResult:
         w = self.workload
         return {
             "model": self.model, "objective": self.objective, "backend": self.backend, "engine": self.engine,
-            "workload": {"input_len": w.input_len, "output_len": w.output_len, "disaggregated": w.disaggregated,
+            "workload": {"input_len": w.input_len, "output_len": w.output_len, "lengths": describe(w.lengths),
+                         "disaggregated": w.disaggregated,
                          "modes": list(self.modes),
                          "target_rate": self.points.target_rate},
             "constraints": [c.label for c in self.constraints],

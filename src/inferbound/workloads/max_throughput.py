@@ -8,7 +8,7 @@ The operating point is the D that maximizes D / t(D) over every feasible D (all 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..engines import trtllm_bench_limits
 from ..runtime import profile_of
 from ..stepmodel import StepModel
 from . import steady_state
+from .lengths import Mix, describe
 
 #: step-time table points for the sweep (interpolated; < 0.5% from the exact table, see tests)
 MAX_THROUGHPUT_GRID = 192
@@ -29,8 +30,8 @@ class MaxThroughput:
     model: str
     gpu: str
     num_gpus: int
-    input_len: int
-    output_len: int
+    input_len: float  # mean prompt tokens
+    output_len: float  # mean output tokens
     concurrency: float  # sequences in flight per replica (decoding + prefilling)
     decode_batch: int
     prefill_tokens_per_step: float
@@ -55,12 +56,14 @@ class MaxThroughput:
     max_num_seqs: int | None = None  # per attention group
     block_size: int = 16
     error_band: float | None = None  # expected relative error of the throughput (calibration residuals)
+    lengths: str = ""  # the request lengths (fixed, or the mix of a distribution, trace or dataset)
+    notes: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def bench_limits(dep, rt, input_len: int, output_len: int):
+def bench_limits(dep, rt, mix: Mix):
     """The engine's offline benchmark limits where its harness derives them from the workload
     (TensorRT-LLM's trtllm-bench: max_batch_size and max_num_tokens from the KV-bound request count at
     its heuristic KV fraction, engines.trtllm_bench_limits); else the runtime as it is."""
@@ -69,28 +72,32 @@ def bench_limits(dep, rt, input_len: int, output_len: int):
     if b is None or {"max_num_seqs", "token_budget"} & set(rt.overridden):
         return rt
     probe = replace(rt, memory_fraction=b.heuristic_kv_fraction.value, reservation="max")
-    requests, _, _ = steady_state.kv_sequences(dep, input_len, output_len, probe)
-    seqs, tokens = trtllm_bench_limits(p, requests / dep.par.attention_groups, input_len, output_len, dep.par.pp)
+    requests, _, _ = steady_state.kv_sequences(dep, mix, None, probe)
+    seqs, tokens = trtllm_bench_limits(p, requests / dep.par.attention_groups, mix.mean_input, mix.mean_output,
+                                       dep.par.pp)
     return replace(rt, max_num_seqs=int(seqs), token_budget=int(tokens))
 
 
 def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
-                   num_requests: int = 10_000, **deployment_kwargs) -> MaxThroughput:
+                   num_requests: int = 10_000, lengths: Mix | None = None, **deployment_kwargs) -> MaxThroughput:
     """Find the decode batch that maximizes output tokens/s (see module docstring) under the
     deployment's engine as it runs an offline benchmark (``Deployment.offline_runtime``: its KV rule,
     block size, reservation, token budget and running-sequence cap, and the limits its benchmark
     harness sets, ``bench_limits``). Pass a Deployment or the keyword arguments of make_deployment
-    (``engine=``, ``engine_options=`` included)."""
+    (``engine=``, ``engine_options=`` included). ``lengths``: a length mix (workloads/lengths.py: a
+    distribution, trace or dataset profile) in place of fixed ``input_len``/``output_len``."""
     dep = deployment or make_deployment(**deployment_kwargs)
     for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1)):
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
-    rt = bench_limits(dep, dep.offline_runtime(), input_len, output_len)
+    mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
+    input_len, output_len = mix.mean_input, mix.mean_output
+    rt = bench_limits(dep, dep.offline_runtime(), mix)
     m, par = dep.model, dep.par
     groups = par.attention_groups
-    caps, capacity, kv_seq = steady_state.caps(dep, input_len, output_len, rt)
+    caps, capacity, kv_seq = steady_state.caps(dep, mix, None, rt)
     seqs_kv = groups * capacity / kv_seq if kv_seq > 0 else np.inf
-    held = steady_state.held_tokens(input_len, output_len, rt.reservation, rt.block_size)
+    held = max(steady_state.held_tokens(i, o, rt.reservation, rt.block_size) for i, o in zip(mix.inputs, mix.outputs))
     caps["requests"] = num_requests
     d_max = min(caps.values())
     if d_max < 1:
@@ -98,7 +105,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
                          f"sequences of {held:.0f} tokens ({dep.label()}, {rt.label})")
     sm = StepModel(dep, rt.token_budget * groups + groups, grid_points=MAX_THROUGHPUT_GRID)
     dec = np.arange(1, d_max + 1, dtype=float)
-    t, flops, moved, cost = steady_state.step_cost(sm, rt, dec, input_len, output_len)
+    t, flops, moved, cost = steady_state.step_cost(sm, rt, dec, mix)
     t = np.asarray(t, dtype=float)
     watts = power_w(dep.gpu, dep.compute_dtype, flops, moved, t)
     tput = dec / t
@@ -112,8 +119,8 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     bound = phase(cost, "", i).bound
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
-        concurrency=float(steady_state.concurrency(best, output_len)), decode_batch=int(best),
-        prefill_tokens_per_step=float(best * input_len * steady_state.prompts_per_decode(output_len)),
+        concurrency=float(steady_state.concurrency(best, mix)), decode_batch=int(best),
+        prefill_tokens_per_step=float(best * input_len * steady_state.prompts_per_decode(mix)),
         step_time_s=float(t[i]), output_tok_s=out_tok_s,
         output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]),
         requests_per_s=out_tok_s / output_len, total_tok_s=out_tok_s * (input_len + output_len) / output_len,
@@ -122,4 +129,4 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
         usd_per_million_output_tokens=per_million(dps, out_tok_s), memory_fraction=rt.memory_fraction,
         engine_settings=rt.describe(), max_num_seqs=rt.max_num_seqs, block_size=rt.block_size,
-        error_band=band(dep, "max_throughput", "throughput", bound))
+        error_band=band(dep, "max_throughput", "throughput", bound), lengths=describe(mix), notes=list(mix.notes))

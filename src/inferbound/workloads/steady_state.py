@@ -1,46 +1,62 @@
 """Steady state of continuous batching with chunked prefill: the one place its arithmetic lives.
 
-D sequences decode. Each request needs I prompt tokens and O − 1 decode steps after the prefill that
-yields its first token; decode step j of a request sees I + j − 1 cached tokens, so over its life a
-request decodes at the mean context
+D sequences decode. A workload is a mix of length classes c (request share w_c, prompt I_c, output
+O_c; lengths.py); fixed lengths are one class. A request of class c needs I_c prompt tokens and
+O_c − 1 decode steps after the prefill that yields its first token; decode step j sees I_c + j − 1
+cached tokens, so over its life it decodes at the mean context
 
-    c̄ = I + (O − 2)/2.
+    c̄_c = I_c + (O_c − 2)/2.
 
-Requests complete at D/(O − 1) per step, and to keep D constant the engine prefills that many new
-prompts, P = D·I/(O − 1) prompt tokens per step, mixed into the decode step (chunked prefill,
-SARATHI-style; Agrawal et al., OSDI 2024). A step therefore runs T = D + P tokens for
-S = D + D/(O − 1) sequences, and the requests in flight (decoding + prefilling) are
+Decode steps are taken in proportion to O − 1, so a decoding sequence belongs to class c with share
+s_c = w_c (O_c − 1) / Σ w (O − 1). Requests complete at D·p per step, p = 1 / Σ w (O − 1) (fixed lengths:
+1/(O − 1)), and to keep D constant the engine prefills as many new prompts: D·p·w_c prompts of I_c
+tokens per step, mixed into the decode step (chunked prefill, SARATHI-style; Agrawal et al., OSDI
+2024). A step therefore runs T = D + D·p·Σ w I tokens for S = D(1 + p) sequences, and the requests in
+flight (decoding + prefilling) are
 
-    C = D·(1 + 1/(O − 1)).
+    C = D·(1 + p).
 
 Engines that do not mix prefills into decode steps (``mixed_batches: false``: SGLang's prefill-first
-scheduler, vLLM V0) run prefill steps of k prompts (k = B/I with chunked prefill, else ⌊B/I⌋) between
-decode-only steps; per decode step they need D/((O − 1)·k) of them, so (``step_cost``)
+scheduler, vLLM V0) run prefill steps of k prompts (k = B/Ī with chunked prefill, else ⌊B/Ī⌋) between
+decode-only steps; per decode step they need D·p/k of them, so (``step_cost``)
 
-    t(D) = t_decode(D at c̄) + D/((O − 1)·k) · t_prefill(k prompts of I),
+    t(D) = t_decode(D) + D·p/k · t_prefill(k prompts),
 
 FLOPs and bytes adding alike; users see one token per t(D) either way.
 
 Caps on D (``caps``), per replica, from the engine's runtime (runtime.py; with attention data
 parallelism a replica is ``groups`` attention groups, each with its own KV cache, token budget and
 running-sequence cap):
-- KV cache: every sequence in flight holds H tokens of KV, H = I + O (reservation ``max``:
+- KV cache: a sequence of class c in flight holds H_c tokens of KV, H = I + O (reservation ``max``:
   TensorRT-LLM's guaranteed-no-evict scheduler reserves prompt + max new tokens) or I + O/2
   (``current``: engines that allocate as sequences grow hold half the output on average), rounded up
-  to whole blocks; with K bytes per GPU for the cache (the engine's rule) and k(H) bytes per sequence
-  on its GPU, groups·K/k(H) sequences fit: D ≤ that / (1 + 1/(O − 1));
-- token budget B per step and attention group: D·(1 + I/(O − 1)) ≤ B·groups;
-- running sequences S per attention group: D·(1 + 1/(O − 1)) ≤ S·groups;
-- decode-only steps (a disaggregated decode pool): C = D, T = D, D ≤ groups·K/k(H), D ≤ B·groups,
-  D ≤ S·groups.
+  to whole blocks; the D·s_c decoding and D·p·w_c prefilling sequences of every class must fit
+  groups·K (K: KV bytes per GPU by the engine's rule; k(H) bytes per sequence on its GPU):
+  D ≤ groups·K / Σ_c (s_c + p·w_c)·k(H_c);
+- token budget B per step and attention group: D·(1 + p·Ī) ≤ B·groups;
+- running sequences S per attention group: D·(1 + p) ≤ S·groups;
+- decode-only steps (a disaggregated decode pool): C = D, T = D: D ≤ groups·K / Σ s_c k(H_c),
+  D ≤ B·groups, D ≤ S·groups.
+
+A new request's prompt (``prompt_steps``) runs in chunks of min(B − D/groups, rest) tokens beside the D
+decodes, chunk k after k·chunk cached tokens; its first token comes at the end of the last chunk's
+step, so its prefill takes Σ_k t(D decodes + chunk k) (TTFT without the wait for a step in flight).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..memory import kv_bytes_per_gpu
 from ..runtime import kv_capacity_bytes
 from ..step import StepLoad, uniform
+from .lengths import Mix, fixed
+
+
+def as_mix(input_len, output_len=None) -> Mix:
+    """A Mix from a Mix or from fixed lengths."""
+    return input_len if isinstance(input_len, Mix) else fixed(input_len, output_len)
 
 
 def mean_context(input_len: float, output_len: float) -> float:
@@ -48,41 +64,37 @@ def mean_context(input_len: float, output_len: float) -> float:
     return input_len + (output_len - 2) / 2
 
 
-def prompts_per_decode(output_len: float) -> float:
-    """New prompts per decoding sequence per step: 1/(O − 1)."""
-    return 1.0 / (output_len - 1)
+def prompts_per_decode(mix: Mix | float) -> float:
+    """New prompts per decoding sequence per step: p = 1 / Σ w (O − 1) (fixed lengths: 1/(O − 1))."""
+    if not isinstance(mix, Mix):
+        return 1.0 / (mix - 1)
+    w, _, o = mix.arrays()
+    return 1.0 / float(np.dot(w, o - 1))
 
 
-def concurrency(decode, output_len: float):
-    """Requests in flight, C = D·(1 + 1/(O − 1))."""
-    return decode * (1 + prompts_per_decode(output_len))
+def decode_shares(mix: Mix) -> np.ndarray:
+    """s_c: the share of decoding sequences in class c, ∝ w_c (O_c − 1)."""
+    w, _, o = mix.arrays()
+    x = w * (o - 1)
+    return x / x.sum()
 
 
-def load(m, decode, input_len: float, output_len: float, decode_only: bool = False) -> StepLoad:
-    """The steady-state step at D = ``decode`` (arrays allowed): D decodes at c̄ plus D/(O − 1) prompts
-    of I tokens (none in a decode-only pool)."""
-    prompts = 0.0 if decode_only else np.asarray(decode, dtype=float) * prompts_per_decode(output_len)
-    return uniform(m, decode=decode, context=mean_context(input_len, output_len), prompts=prompts,
-                   new=0.0 if decode_only else input_len)
+def concurrency(decode, mix: Mix | float):
+    """Requests in flight, C = D·(1 + p)."""
+    return decode * (1 + prompts_per_decode(mix))
 
 
-def step_cost(sm, rt, decode, input_len: float, output_len: float, decode_only: bool = False):
-    """(seconds, FLOPs per GPU, bytes per GPU, the priced decode-side step) of the steady state at D =
-    ``decode`` (arrays allowed) through the tabulated step contract ``sm`` (module docstring)."""
-    m = sm.dep.model
-    if decode_only or rt.mixed_batches:
-        cost = sm.price(load(m, decode, input_len, output_len, decode_only))
-        return cost.time, cost.flops, cost.bytes, cost
-    cost = sm.price(load(m, decode, input_len, output_len, decode_only=True))
-    groups = sm.dep.par.attention_groups
-    per_group = rt.token_budget / input_len if rt.chunked_prefill else float(max(1, rt.token_budget // input_len))
-    if not rt.chunked_prefill and input_len > rt.token_budget:
-        raise ValueError(f"input_len={input_len} exceeds the token budget {rt.token_budget} of {rt.label} without "
-                         f"chunked prefill; allowed: input_len <= token_budget, or enable chunked prefill")
-    k = per_group * groups
-    pre = sm.price(uniform(m, prompts=k, new=input_len))
-    r = np.asarray(decode, dtype=float) * prompts_per_decode(output_len) / k
-    return cost.time + r * pre.time, cost.flops + r * pre.flops, cost.bytes + r * pre.bytes, cost
+def load(m, decode, mix: Mix, decode_only: bool = False) -> StepLoad:
+    """The steady-state step at D = ``decode`` (arrays allowed): each class's decodes at its mean context
+    plus its new prompts (none in a decode-only pool), summed into one load."""
+    decode = np.asarray(decode, dtype=float)
+    p = prompts_per_decode(mix)
+    total = None
+    for s, w, i, o in zip(decode_shares(mix), mix.weights, mix.inputs, mix.outputs):
+        part = uniform(m, decode=decode * s, context=mean_context(i, o),
+                       prompts=0.0 if decode_only else decode * p * w, new=0.0 if decode_only else i)
+        total = part if total is None else total + part
+    return total
 
 
 def held_tokens(input_len: float, output_len: float, reservation: str, block: int) -> float:
@@ -93,26 +105,184 @@ def held_tokens(input_len: float, output_len: float, reservation: str, block: in
     return float(np.ceil(held / block) * block)
 
 
-def kv_sequences(dep, input_len: float, output_len: float, rt) -> tuple[float, float, float]:
-    """(sequences the replica's KV cache holds, KV capacity bytes per GPU, KV bytes per sequence on its GPU)."""
+def kv_per_decoder(dep, mix: Mix, rt, decode_only: bool = False) -> tuple[float, float]:
+    """(KV bytes on its GPU per decoding sequence, counting the prefilling ones that come with it;
+    the KV capacity bytes per GPU)."""
     groups = dep.par.attention_groups
-    held = held_tokens(input_len, output_len, rt.reservation, rt.block_size)
-    kv_seq = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, held)) * groups  # one sequence, its GPU
-    capacity = kv_capacity_bytes(dep, rt)
-    seqs = groups * capacity / kv_seq if kv_seq > 0 else np.inf
+    p = 0.0 if decode_only else prompts_per_decode(mix)
+    per = 0.0
+    for s, w, i, o in zip(decode_shares(mix), mix.weights, mix.inputs, mix.outputs):
+        held = held_tokens(i, o, rt.reservation, rt.block_size)
+        per += (s + p * w) * float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, held)) * groups
+    return per, kv_capacity_bytes(dep, rt)
+
+
+def kv_sequences(dep, input_len, output_len, rt) -> tuple[float, float, float]:
+    """(sequences in flight the replica's KV cache holds, KV capacity bytes per GPU, KV bytes per
+    sequence in flight on its GPU)."""
+    mix = as_mix(input_len, output_len)
+    per_decoder, capacity = kv_per_decoder(dep, mix, rt)
+    kv_seq = per_decoder / (1 + prompts_per_decode(mix))
+    seqs = dep.par.attention_groups * capacity / kv_seq if kv_seq > 0 else np.inf
     return seqs, capacity, kv_seq
 
 
-def caps(dep, input_len: float, output_len: float, rt, decode_only: bool = False) -> tuple[dict, float, float]:
-    """({cap: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence) (module docstring)."""
+def caps(dep, input_len, output_len, rt, decode_only: bool = False) -> tuple[dict, float, float]:
+    """({cap: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence) (module docstring).
+    ``input_len`` may be a Mix (then ``output_len`` is unused)."""
+    mix = as_mix(input_len, output_len)
     groups = dep.par.attention_groups
-    seqs, capacity, kv_seq = kv_sequences(dep, input_len, output_len, rt)
-    seqs = min(seqs, 1e9)
-    running = rt.max_num_seqs * groups
+    per_decoder, capacity = kv_per_decoder(dep, mix, rt, decode_only)
+    d_kv = min(groups * capacity / per_decoder if per_decoder > 0 else np.inf, 1e9)
+    p = 0.0 if decode_only else prompts_per_decode(mix)
+    kv_seq = per_decoder / (1 + p)
+    return ({"kv-cache": int(d_kv), "token budget": int(rt.token_budget * groups // (1 + p * mix.mean_input)),
+             "max_num_seqs": int(rt.max_num_seqs * groups / (1 + p))}, capacity, kv_seq)
+
+
+def decode_context(mix: Mix) -> float:
+    """Mean cached tokens of the decoding sequences, Σ s_c c̄_c (decode attention is linear in it)."""
+    return float(sum(s * mean_context(i, o) for s, i, o in zip(decode_shares(mix), mix.inputs, mix.outputs)))
+
+
+def prompt_steps(sm, decode, context, chunk, prompt: float):
+    """(seconds, joules per GPU) of the steps that carry one prompt of ``prompt`` tokens in chunks of
+    ``chunk`` beside ``decode`` decodes at ``context`` (arrays over D; module docstring)."""
+    from ..energy import power_w
+    dec = np.asarray(decode, dtype=float)
+    rest = np.full(np.broadcast(dec, chunk).shape, float(prompt))
+    past = np.zeros_like(rest)
+    secs, joules = np.zeros_like(rest), np.zeros_like(rest)
+    dep = sm.dep
+    while np.any(rest > 0):
+        c = np.minimum(chunk, rest)
+        on = c > 0
+        cost = sm.price(uniform(dep.model, decode=dec, context=context, prompts=on.astype(float), new=c, past=past))
+        watts = power_w(dep.gpu, dep.compute_dtype, cost.flops, cost.bytes, cost.time)
+        secs += np.where(on, cost.time, 0.0)
+        joules += np.where(on, cost.time * watts, 0.0)
+        past, rest = past + c, rest - c
+    return secs, joules
+
+
+def prefill_seconds(sm, rt, decode, mix: Mix):
+    """Per class: the seconds of its prompt's steps at D = ``decode`` (``prompt_steps``, chunks of
+    B − D/groups), as a list over the mix's classes."""
+    groups = sm.dep.par.attention_groups
+    dec = np.asarray(decode, dtype=float)
+    chunk = np.maximum(rt.token_budget - dec / groups, 1.0)
+    ctx = decode_context(mix)
+    return [prompt_steps(sm, dec, ctx, chunk, i)[0] for i in mix.inputs]
+
+
+@dataclass
+class Steps:
+    """The steady state's step kinds: ``freq[j]`` steps of kind j per decode step (arrays over D), each
+    priced (``costs[j]``: StepCost). ``decode`` is the decode-side kind (for its bound)."""
+
+    freq: list
+    costs: list
+    decode: object
+
+    def per_token(self, attr: str):
+        """Σ_j freq_j·x_j: seconds (``time``), FLOPs or bytes per decode step, i.e. per output token of
+        each decoding sequence."""
+        return sum(f * getattr(c, attr) for f, c in zip(self.freq, self.costs))
+
+    def residual(self):
+        """Mean rest of the step in flight seen by a random arrival: Σ ν t² / (2 Σ ν t) (length-biased)."""
+        num = sum(f * c.time ** 2 for f, c in zip(self.freq, self.costs))
+        return num / (2 * self.per_token("time"))
+
+
+def _chunks(mix: Mix, chunk) -> list:
+    """Per class: the chunks its prompt is prefilled in, n_c = ⌈I_c / chunk⌉ (arrays over chunk)."""
+    return [np.ceil(i / np.maximum(chunk, 1.0)) for i in mix.inputs]
+
+
+def _prefill_load(m, mix: Mix, chunks: list, per_class_rate, scale):
+    """The prefill load of one prefill-carrying step: class c's chunks arrive ``per_class_rate`` · w_c · n_c
+    per decode step and ``scale`` decode steps' worth ride one prefill step; a chunk adds I_c/n_c tokens
+    after (n_c − 1)/2 chunks on average."""
+    total = None
+    for w, i, n in zip(mix.weights, mix.inputs, chunks):
+        size = i / n
+        part = uniform(m, prompts=per_class_rate * w * n * scale, new=size, past=(n - 1) / 2 * size)
+        total = part if total is None else total + part
+    return total
+
+
+def steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
+    """The step kinds of the steady state at D = ``decode`` (arrays allowed).
+
+    λ_s = D·p new prompts per decode step arrive in lumps, not as fractions of a prompt per step: a step
+    that carries a prompt chunk is far longer than a decode step (compute-bound against HBM-bound), so
+    the mean of the two is not the price of their average.
+
+    - Mixed batches (vLLM, TensorRT-LLM): a share f of the steps carry prefill, the rest only decode.
+      Class c's prompt is n_c = ⌈I_c/(B − D/groups)⌉ chunks; f = min(1, max(λ_s·Σ w n, λ_s·Ī/(groups·B −
+      D))) (one chunk per prefill step when fewer than one arrives per step, else as many as the budget
+      takes), and a prefill step carries the D decodes plus 1/f of the per-step chunk load.
+    - Prefill-first engines (``mixed_batches: false``: SGLang, vLLM V0): every decode step is decode-only,
+      and n_pre = max(λ_s·Ī/(groups·B), min(λ_s, 1)·Σ w n) prefill steps per decode step carry the
+      prompts (one at a time when fewer than one arrives per step, batched up to the budget when more).
+    - Decode-only pools: one kind.
+    """
+    m = sm.dep.model
+    dec = np.asarray(decode, dtype=float)
+    dec_cost = sm.price(load(m, dec, mix, decode_only=True))
     if decode_only:
-        return ({"kv-cache": int(seqs), "token budget": int(rt.token_budget * groups), "max_num_seqs": int(running)},
-                capacity, kv_seq)
-    per_prompt = input_len * prompts_per_decode(output_len)
-    held = 1 + prompts_per_decode(output_len)
-    return ({"kv-cache": int(seqs / held), "token budget": int(rt.token_budget // (1 + per_prompt)) * groups,
-             "max_num_seqs": int(running / held)}, capacity, kv_seq)
+        return Steps([np.ones_like(dec)], [dec_cost], dec_cost)
+    groups = sm.dep.par.attention_groups
+    budget = rt.token_budget
+    lam = dec * prompts_per_decode(mix)
+    i_bar = mix.mean_input
+    if not rt.chunked_prefill and max(mix.inputs) > budget:
+        raise ValueError(f"input_len={max(mix.inputs):g} exceeds the token budget {budget} of {rt.label} "
+                         f"without chunked prefill; allowed: input_len <= token_budget, or enable chunked prefill")
+    if rt.mixed_batches:
+        room = np.maximum(budget - dec / groups, 1.0)
+        chunks = _chunks(mix, room if rt.chunked_prefill else float(budget))
+        per_step_chunks = lam * sum(w * n for w, n in zip(mix.weights, chunks))
+        f = np.minimum(1.0, np.maximum(per_step_chunks, lam * i_bar / np.maximum(groups * budget - dec, 1.0)))
+        pre = sm.price(load(m, dec, mix, decode_only=True) + _prefill_load(m, mix, chunks, dec * 0 + 1.0, lam / f))
+        return Steps([1.0 - f, f], [dec_cost, pre], dec_cost)
+    chunks = _chunks(mix, float(budget) if rt.chunked_prefill else np.inf)
+    n_pre = np.maximum(lam * i_bar / (groups * budget),
+                       np.minimum(lam, 1.0) * sum(w * n for w, n in zip(mix.weights, chunks)))
+    pre = sm.price(_prefill_load(m, mix, chunks, 1.0, lam / n_pre))
+    return Steps([np.ones_like(dec), n_pre], [dec_cost, pre], dec_cost)
+
+
+#: the prefill queue's utilization is held below this (printed where it binds: workloads/serving.py)
+MAX_PREFILL_UTILIZATION = 0.95
+
+
+def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0):
+    """(per class TTFT_c arrays, the wait W, the prefill queue's utilization u) at D = ``decode`` with
+    requests arriving at ``rate`` per second per replica, seen busy with probability ``seen``:
+
+        TTFT_c = W + S_c      S_c = prefill_seconds (the steps carrying the prompt's chunks)
+        W = seen·(1 − u)·t_0/2 + R_p/(1 − u)
+
+    a prompt that arrives while no prefill runs waits out the decode step in flight (t_0, mean rest
+    t_0/2); one that meets prefill work waits as in an M/G/1 queue (Pollaczek–Khinchine), the prefill
+    "server" taking k = max(1, ⌊(groups·B − D)/Ī⌋) prompts per step: u = rate·E[S]/k,
+    R_p = rate·E[S²]/(2k). u is held at MAX_PREFILL_UTILIZATION (the caller says so)."""
+    prefill = prefill_seconds(sm, rt, decode, mix)
+    w = mix.weights
+    s1 = sum(wc * sc for wc, sc in zip(w, prefill))
+    s2 = sum(wc * sc ** 2 for wc, sc in zip(w, prefill))
+    groups = sm.dep.par.attention_groups
+    dec = np.asarray(decode, dtype=float)
+    k = np.maximum(1.0, np.floor(np.maximum(groups * rt.token_budget - dec, 1.0) / mix.mean_input))
+    u = np.minimum(rate * s1 / k, MAX_PREFILL_UTILIZATION)
+    wait = seen * (1 - u) * st.decode.time / 2 + rate * s2 / (2 * k) / (1 - u)
+    return [wait + sc for sc in prefill], wait, rate * s1 / k
+
+
+def step_cost(sm, rt, decode, input_len, output_len=None, decode_only: bool = False):
+    """(seconds, FLOPs per GPU, bytes per GPU per decode step, the priced decode-side step) of the steady
+    state at D = ``decode`` (arrays allowed) through the tabulated step contract ``sm`` (``steps``)."""
+    st = steps(sm, rt, decode, as_mix(input_len, output_len), decode_only)
+    return st.per_token("time"), st.per_token("flops"), st.per_token("bytes"), st.decode

@@ -1,0 +1,151 @@
+"""Request lengths of a workload: fixed, a distribution, a trace, or a named dataset profile.
+
+The steady states (steady_state.py) need more than mean lengths: decode steps are taken in proportion
+to each request's O − 1, attention pairs grow with I², and the KV a sequence holds depends on its own
+I and O. A workload is therefore a mix of length classes (weight w_c, prompt I_c, output O_c; weights
+sum to 1, by request count):
+
+- fixed lengths: one class;
+- a distribution spec (``normal:MEAN:STD``, ``uniform:LO:HI``, ``exponential[:MEAN]``, as the simulator
+  draws them, sim/requests.py) or a trace: the requests' (I, O) pairs grouped into ``classes`` equal-count
+  classes by O (then I), each class at its members' mean lengths. A distribution is represented by
+  ``sample`` draws with a fixed seed, so the same spec always gives the same mix;
+- a dataset profile (data/datasets.yaml: ShareGPT as vLLM's benchmark filters it, MLPerf sets, ...): its
+  published mean lengths, one class, with a note that the spread is not modelled where the source does
+  not publish it.
+
+``mean_input``, ``mean_output`` and ``notes`` describe the mix; every steady-state sum is over classes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..datafiles import data_yaml
+
+SAMPLE = 20_000  # draws that represent a distribution spec
+CLASSES = 16     # length classes a distribution or trace is grouped into
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Length classes of a workload: request shares ``weights`` (sum 1), prompt and output lengths."""
+
+    weights: tuple[float, ...]
+    inputs: tuple[float, ...]
+    outputs: tuple[float, ...]
+    label: str = "fixed"
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def mean_input(self) -> float:
+        return float(np.dot(self.weights, self.inputs))
+
+    @property
+    def mean_output(self) -> float:
+        return float(np.dot(self.weights, self.outputs))
+
+    def arrays(self):
+        return (np.asarray(self.weights, dtype=float), np.asarray(self.inputs, dtype=float),
+                np.asarray(self.outputs, dtype=float))
+
+
+def fixed(input_len: float, output_len: float) -> Mix:
+    if not input_len >= 1 or not output_len >= 2:
+        raise ValueError(f"input_len={input_len}, output_len={output_len}: need input_len >= 1 and output_len >= 2")
+    return Mix((1.0,), (float(input_len),), (float(output_len),), f"{input_len:g} in / {output_len:g} out")
+
+
+def from_pairs(inputs, outputs, label: str, classes: int = CLASSES) -> Mix:
+    """Requests' (I, O) grouped into equal-count classes by O then I, each at its members' means."""
+    i, o = np.asarray(inputs, dtype=float), np.asarray(outputs, dtype=float)
+    if i.size == 0:
+        raise ValueError(f"{label}: no requests")
+    if np.any(o < 2):
+        raise ValueError(f"{label}: every request needs output_len >= 2 for a steady state (found {o.min():g})")
+    order = np.lexsort((i, o))
+    parts = [p for p in np.array_split(order, min(classes, i.size)) if p.size]
+    return Mix(tuple(p.size / i.size for p in parts), tuple(float(i[p].mean()) for p in parts),
+               tuple(float(o[p].mean()) for p in parts), label)
+
+
+def from_spec(input_len: int, output_len: int, input_dist: str | None, output_dist: str | None,
+              seed: int = 0) -> Mix:
+    """The mix of a distribution spec, drawn as the simulator draws it (sim/requests.draw_lengths)."""
+    if not input_dist and not output_dist:
+        return fixed(input_len, output_len)
+    from ..sim.requests import draw_lengths  # the one implementation of the specs
+    rng = np.random.default_rng(seed)
+    ins = draw_lengths(input_dist, input_len, SAMPLE, rng, "input")
+    outs = np.maximum(draw_lengths(output_dist, output_len, SAMPLE, rng, "output"), 2)
+    return from_pairs(ins, outs, f"input {input_dist or input_len}, output {output_dist or output_len}")
+
+
+def from_dataset(name: str, input_len: float | None = None, output_len: float | None = None) -> Mix:
+    """A dataset profile of data/datasets.yaml at its published means; ``input_len``/``output_len``
+    (a row's stated means) take the place of the profile's where given."""
+    profiles = data_yaml("datasets.yaml")["datasets"]
+    if name not in profiles:
+        raise ValueError(f"dataset={name!r} unknown; allowed: {', '.join(profiles)}")
+    p = profiles[name]
+    i = input_len if input_len is not None else p.get("input_mean")
+    o = output_len if output_len is not None else p.get("output_mean")
+    missing = [k for k, v in (("input_len", i), ("output_len", o)) if v is None]
+    if missing:
+        raise ValueError(f"dataset={name!r}: its mean {' and '.join(missing)} is not published ({p['source']}); "
+                         f"allowed: give {' and '.join(missing)}")
+    if p.get("input_std") is None or p.get("output_std") is None:
+        note = (f"dataset {name}: the spread of its lengths is not published; modelled at the mean lengths "
+                f"{i:g} in / {o:g} out",)
+        return Mix((1.0,), (float(i),), (float(o),), name, note)
+    return from_row_moments(float(i), float(o), p["input_std"], p["output_std"])
+
+
+def dataset_names() -> tuple[str, ...]:
+    return tuple(data_yaml("datasets.yaml")["datasets"])
+
+
+def from_row_moments(input_mean: float, output_mean: float, input_std: float | None, output_std: float | None) -> Mix:
+    """A validation row's lengths: means (non-integers allowed), spreads as normal distributions."""
+    if not input_std and not output_std:
+        return fixed(input_mean, output_mean)
+    rng = np.random.default_rng(0)
+    ins = np.maximum(np.rint(rng.normal(input_mean, input_std or 0.0, SAMPLE)), 1)
+    outs = np.maximum(np.rint(rng.normal(output_mean, output_std or 0.0, SAMPLE)), 2)
+    return from_pairs(ins, outs, f"{input_mean:g}±{input_std or 0:g} in / {output_mean:g}±{output_std or 0:g} out")
+
+
+def describe(mix: Mix) -> str:
+    if len(mix.weights) == 1:
+        return mix.label
+    return f"{mix.label}: {len(mix.weights)} classes, means {mix.mean_input:,.0f} in / {mix.mean_output:,.0f} out"
+
+
+
+
+def from_trace(path) -> Mix:
+    """The length classes of a trace file's requests (sim/requests.read_trace: CSV or JSONL)."""
+    from ..sim.requests import read_trace
+    reqs = read_trace(path)
+    return from_pairs([r.input_len for r in reqs], [r.output_len for r in reqs], f"trace {path}")
+
+
+def workload_mix(input_len: float, output_len: float, input_dist: str | None = None, output_dist: str | None = None,
+                 dataset: str | None = None, trace=None, seed: int = 0) -> Mix:
+    """The Mix a command's length options describe: a trace, else a dataset profile, else distribution
+    specs around ``input_len``/``output_len``, else fixed lengths. Two sources at once are refused."""
+    given = [n for n, v in (("trace", trace), ("dataset", dataset)) if v]
+    if len(given) > 1 or (given and (input_dist or output_dist)):
+        both = given + [n for n, v in (("input_dist", input_dist), ("output_dist", output_dist)) if v]
+        raise ValueError(f"{' and '.join(both)} given together; allowed: one of trace, dataset, or "
+                         f"input_dist/output_dist")
+    if trace:
+        return from_trace(trace)
+    if dataset:
+        return from_dataset(dataset)
+    return from_spec(input_len, output_len, input_dist, output_dist, seed)
+
+
+__all__ = ["Mix", "fixed", "from_pairs", "from_spec", "from_dataset", "dataset_names", "from_row_moments",
+           "from_trace", "workload_mix", "describe"]

@@ -1,0 +1,242 @@
+"""Online serving in steady state, analytic: a Poisson request rate (open loop) or N clients (closed loop).
+
+Per replica (rate λ_r = λ/replicas, or N_r = N/replicas clients with think time Z), continuous batching
+as steady_state.py prices it through the tabulated step contract (stepmodel.py). C requests are in
+service (prefilling or decoding); the engine is busy a share b of the time:
+
+    open loop    C = λ_r·E2E (Little's law)          b = 1 − e^(−C)     (requests in service ~ Poisson,
+                                                                         M/G/∞; PASTA: arrivals see b)
+    closed loop  C = N_r·E2E/(E2E + Z)               b = 1 − (1 − C/N_r)^N_r   (each client in service
+                 (capped at the engine's C_max)                           with probability C/N_r)
+
+While busy, C/b requests are in service, D = (C/b)·(Ō − 1)·t/E2E of them decoding (their share of a
+request's life), and the mean step per output token is t(D) (steady_state.steps: D decodes, and the
+D·p prompts that keep D constant arriving in lumps, so some steps carry prefill). Per length class c
+(lengths.py), with requests arriving at X = C/E2E per second (Little's law in service):
+
+    ITL = TPOT = t(D)       (TPOT excludes the first token; equal here: every decode step is alike)
+    TTFT_c = W + S_c        S_c = Σ_k t(D decodes + chunk k of I_c)   (steady_state.prefill_seconds)
+    W      = the wait for the step in flight and for prefill work ahead (steady_state.ttft: the decode
+             step's mean rest for arrivals that find the engine busy but no prefill running, an M/G/1
+             prefill queue for the rest); arrivals find the engine busy with probability b (open
+             loop) or 1 − (1 − C/N_r)^(N_r − 1) (another client in service; 0 for N_r = 1)
+    E2E_c  = TTFT_c + (O_c − 1)·t                               E2E = Σ_c w_c E2E_c
+
+Clients of a real closed loop desynchronize (network and tokenizer jitter, chunked prefill splitting
+waves), so arrivals are treated as random; a simulator run of fixed lengths started at once stays in
+lockstep waves longer (compare ``inferbound simulate --concurrency``).
+
+C solves its equation by bisection on [0, C_max] (C_max: the KV-cache, token-budget and max_num_seqs
+caps, steady_state.caps, as C = D_max·(1 + p)). Open loop with no root below C_max is overload (an
+error naming the capacity). Closed loop with N_r·E2E/(E2E + Z) > C_max keeps C = C_max in service and
+the rest queue: requests/s X = C_max/E2E, each client's cycle is N_r/X (Little), and the queue wait
+W = N_r/X − Z − E2E is added to TTFT and E2E. Little's law, X·(E2E + Z) = N_r, holds by construction.
+
+Percentiles are over the length classes (a fixed-length workload has one value); step-to-step and
+arrival variation is not modelled here: ``inferbound simulate`` gives the tails. Power per GPU:
+b·P(step) + (1 − b)·P_idle (energy.power_w).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..deployment import Deployment, make_deployment
+from ..energy import dollars_per_second, per_million, power_w
+from ..explain import phase
+from ..stepmodel import StepModel
+from . import steady_state
+from .lengths import Mix, describe
+from .max_throughput import MAX_THROUGHPUT_GRID
+
+PERCENTILES = (50, 90, 99)
+_REFINE = 4  # fixed-point passes for the decode share and the arrival rate at a given C
+_GRID, _ROUNDS = 48, 4  # the root of C: 4 grids of 48 points, bracket width C_max / 48^4
+
+
+@dataclass
+class ServingEstimate:
+    model: str
+    gpu: str
+    num_gpus: int
+    replicas: int
+    mode: str  # "rate" (open loop) or "concurrency" (closed loop)
+    request_rate: float | None  # offered requests/s, whole deployment (open loop)
+    concurrency: int | None  # clients, whole deployment (closed loop)
+    think_time_s: float
+    lengths: str
+    input_len: float  # mean prompt tokens
+    output_len: float  # mean output tokens
+    in_service: float  # requests prefilling or decoding per replica (C)
+    queued: float  # requests waiting for admission per replica (closed loop past the caps)
+    decode_batch: float  # D while busy, per replica
+    busy_share: float  # b
+    step_time_s: float
+    ttft_s: dict  # mean, p50, p90, p99
+    itl_s: float
+    tpot_s: float  # without the first token
+    e2e_s: dict
+    queue_wait_s: float
+    output_tok_s: float  # whole deployment
+    output_tok_s_per_gpu: float
+    tok_s_per_user: float
+    requests_per_s: float
+    littles_law: float  # requests/s × (E2E + Z) / requests in the system (1 by construction)
+    limited_by: str  # "none", or the cap that holds C at C_max (kv-cache, token budget, max_num_seqs)
+    bound: str
+    power_per_gpu_w: float
+    joules_per_output_token: float
+    usd_per_million_output_tokens: float | None
+    kv_capacity_bytes_per_gpu: float
+    engine_settings: str
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _stats(values, weights) -> dict:
+    """Mean and weighted percentiles over the length classes."""
+    v, w = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    order = np.argsort(v)
+    cum = np.cumsum(w[order]) / w.sum()
+    out = {"mean": float(np.dot(v, w) / w.sum())}
+    for q in PERCENTILES:
+        out[f"p{q}"] = float(v[order][min(int(np.searchsorted(cum, q / 100 - 1e-12)), v.size - 1)])
+    return out
+
+
+class _Replica:
+    """E2E and the rest at C requests in service on one replica (module docstring)."""
+
+    def __init__(self, dep: Deployment, mix: Mix, closed: bool, clients: float, think: float):
+        self.dep, self.mix, self.rt = dep, mix, dep.runtime
+        self.closed, self.clients, self.think = closed, clients, think
+        g = dep.par.attention_groups
+        self.sm = StepModel(dep, self.rt.token_budget * g + g, grid_points=MAX_THROUGHPUT_GRID)
+        caps, self.capacity, _ = steady_state.caps(dep, mix, None, self.rt)
+        self.caps = caps
+        self.d_max = min(caps.values())
+        if self.d_max < 1:
+            raise ValueError(f"no request fits the KV cache of {dep.label()} ({self.rt.label}): caps {caps}")
+        self.c_max = float(steady_state.concurrency(self.d_max, mix))
+
+    def busy(self, c):
+        """(b, the share of arrivals that find the engine busy), arrays over C."""
+        c = np.asarray(c, dtype=float)
+        if not self.closed:
+            b = 1.0 - np.exp(-c)
+            return b, b
+        n = self.clients
+        share = np.minimum(c / n, 1.0)
+        return 1.0 - (1.0 - share) ** n, 1.0 - (1.0 - share) ** max(n - 1, 0)
+
+    def at(self, c) -> dict:
+        """Every figure at C = ``c`` requests in service (arrays allowed)."""
+        mix = self.mix
+        c = np.asarray(c, dtype=float)
+        b, seen = self.busy(c)
+        b = np.maximum(b, 1e-12)
+        o = mix.mean_output
+        share, rate = (o - 1) / o, None  # decode share of a request's life and arrivals/s, refined below
+        for _ in range(_REFINE):
+            d = np.maximum(c / b * share, 1e-9)
+            st = steady_state.steps(self.sm, self.rt, d, mix)
+            t = st.per_token("time")
+            if rate is None:
+                rate = c / np.maximum(o * t, 1e-12)
+            ttft, _, u = steady_state.ttft(self.sm, self.rt, d, mix, st, rate, seen)
+            e2e = [a + (oc - 1) * t for a, oc in zip(ttft, mix.outputs)]
+            mean_e2e = sum(w * e for w, e in zip(mix.weights, e2e))
+            share = np.minimum((o - 1) * t / mean_e2e, 1.0)
+            rate = c / mean_e2e  # Little's law in service
+        return dict(c=c, b=b, d=d, t=t, flops=st.per_token("flops"), bytes=st.per_token("bytes"), cost=st.decode,
+                    ttft=ttft, e2e=e2e, mean_e2e=mean_e2e, u=u)
+
+    def point(self, c: float) -> dict:
+        """``at`` for one C, as floats."""
+        p = self.at(float(c))
+        return {k: (v if k == "cost" else [float(x) for x in v] if isinstance(v, list) else float(v))
+                for k, v in p.items()}
+
+    def solve(self, target) -> tuple[dict, bool]:
+        """The C in [0, C_max] where ``target(figures) == C``; (point at C_max, True) when even C_max is
+        below the target (the caps bind). Grids of _GRID points, each refining the bracket of the first
+        crossing."""
+        if float(target(self.point(self.c_max))) >= self.c_max:
+            return self.point(self.c_max), True
+        lo, hi = 0.0, self.c_max
+        for _ in range(_ROUNDS):
+            c = np.linspace(lo, hi, _GRID + 1)[1:]
+            above = np.asarray(target(self.at(c))) > c
+            j = int(np.argmin(above)) if not above.all() else _GRID - 1
+            lo, hi = (lo if j == 0 else float(c[j - 1])), float(c[j])
+        return self.point((lo + hi) / 2), False
+
+
+def serving(deployment: Deployment | None = None, rate: float | None = None, concurrency: int | None = None,
+            think_time: float = 0.0, input_len: float = 1024, output_len: float = 256, lengths: Mix | None = None,
+            **deployment_kwargs) -> ServingEstimate:
+    """The steady state of serving at ``rate`` requests/s (open loop) or ``concurrency`` clients (closed
+    loop) on the deployment's engine (module docstring). ``lengths``: a length mix in place of fixed
+    ``input_len``/``output_len``."""
+    dep = deployment or make_deployment(**deployment_kwargs)
+    if (rate is None) == (concurrency is None):
+        raise ValueError("give exactly one of rate (requests/s, open loop) or concurrency (clients, closed loop)")
+    if rate is not None and not (np.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate={rate} must be a positive, finite number of requests/s (an offline run: "
+                         f"--scenario max-throughput)")
+    if concurrency is not None and (int(concurrency) != concurrency or concurrency < 1):
+        raise ValueError(f"concurrency={concurrency} must be an integer >= 1")
+    if not (np.isfinite(think_time) and think_time >= 0):
+        raise ValueError(f"think_time={think_time} must be a number of seconds >= 0")
+    mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
+    reps = dep.par.replicas
+    closed = concurrency is not None
+    clients = concurrency / reps if closed else 0.0
+    r = _Replica(dep, mix, closed, clients, think_time)
+    notes = list(mix.notes) + list(dep.warnings)
+    if closed:
+        point, capped = r.solve(lambda p: clients * p["mean_e2e"] / (p["mean_e2e"] + think_time))
+        x = point["c"] / point["mean_e2e"]  # requests/s per replica
+        wait = max(clients / x - think_time - point["mean_e2e"], 0.0) if capped else 0.0
+    else:
+        lam = rate / reps
+        point, capped = r.solve(lambda p: lam * p["mean_e2e"])
+        if capped:
+            x_max = point["c"] / point["mean_e2e"] * reps
+            raise ValueError(f"rate={rate:g} req/s overloads {dep.label()}: it serves at most {x_max:.3g} req/s "
+                             f"({min(r.caps, key=r.caps.get)} holds {r.c_max:.0f} requests per replica); allowed: "
+                             f"rate < {x_max:.3g}, or more replicas")
+        x, wait = lam, 0.0
+    ttft = [a + wait for a in point["ttft"]]
+    e2e = [a + wait for a in point["e2e"]]
+    mean_e2e = float(np.dot(mix.weights, e2e))
+    in_system = clients if closed else x * mean_e2e
+    b, t = point["b"], point["t"]
+    step_w = float(power_w(dep.gpu, dep.compute_dtype, point["flops"], point["bytes"], t))
+    watts = b * step_w + (1 - b) * dep.gpu.power.idle_w
+    out_tok_s = x * mix.mean_output * reps
+    dps = dollars_per_second(dep.gpu, dep.num_gpus)
+    if capped:
+        notes.append(f"{min(r.caps, key=r.caps.get)} holds {r.c_max:.0f} requests per replica: the other "
+                     f"{clients - point['c']:.0f} clients wait {wait * 1e3:,.0f} ms in the queue")
+    if point["u"] >= steady_state.MAX_PREFILL_UTILIZATION:
+        notes.append(f"prefill work arrives at {point['u']:.2f} of what one prompt at a time can take; the "
+                     f"prefill queue is modelled at utilization {steady_state.MAX_PREFILL_UTILIZATION}")
+    notes.append("percentiles over the request length classes; step and arrival variation is not modelled "
+                 "(inferbound simulate gives the tails)")
+    return ServingEstimate(
+        model=dep.model.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, replicas=reps,
+        mode="concurrency" if closed else "rate", request_rate=None if closed else rate,
+        concurrency=concurrency, think_time_s=think_time, lengths=describe(mix), input_len=mix.mean_input,
+        output_len=mix.mean_output, in_service=point["c"], queued=(clients - point["c"]) if capped else 0.0,
+        decode_batch=point["d"], busy_share=b, step_time_s=t, ttft_s=_stats(ttft, mix.weights), itl_s=t, tpot_s=t,
+        e2e_s=_stats(e2e, mix.weights), queue_wait_s=wait, output_tok_s=out_tok_s,
+        output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=1.0 / t, requests_per_s=x * reps,
+        littles_law=x * (mean_e2e + think_time) / in_system if in_system else 1.0,
+        limited_by=min(r.caps, key=r.caps.get) if capped else "none", bound=phase(point["cost"], "").bound,
+        power_per_gpu_w=watts, joules_per_output_token=watts * dep.num_gpus / out_tok_s,
+        usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_capacity_bytes_per_gpu=r.capacity,
+        engine_settings=dep.runtime.describe(), notes=notes)
