@@ -138,15 +138,22 @@ def test_chosen_decode_batch_is_the_argmax_over_all_feasible_batches(deps, dtype
     sm = StepModel(dep, BUDGET + 1, grid_points=MAX_THROUGHPUT_GRID)
     dec = np.arange(1, d_max + 1, dtype=float)
     ctx = I + (O - 2) / 2                                # mean context of the O-1 decode steps
-    t, watts = sm.uniform(dec, ctx, dec * (I / (O - 1)) / I, I)   # P/I prompts of I tokens each
-    tput = dec / t
+    # λ = D/(O − 1) prompts arrive per step, in lumps: a share f = min(1, max(λ, λI/(B − D))) of the steps
+    # carries them (one chunk each here: I <= B − D), λ/f prompts of I tokens per prefill-carrying step
+    lam = dec / (O - 1)
+    f = np.minimum(1.0, np.maximum(lam, lam * I / (BUDGET - dec)))
+    t0, w0 = sm.uniform(dec, ctx, 0.0, 0.0)
+    t1, w1 = sm.uniform(dec, ctx, lam / f, I)
+    t = (1 - f) * t0 + f * t1
+    tput = dec * (1 + 1 / (O - 1)) / t                  # decodes and the first tokens of new prompts
     best = int(np.argmax(tput))
     assert r.decode_batch == best + 1
     assert r.output_tok_s == pytest.approx(tput[best], rel=1e-9)
     assert r.output_tok_s >= tput.max() * (1 - 1e-12)    # nothing feasible does better
     assert r.step_time_s == pytest.approx(t[best], rel=1e-9)
     assert r.tok_s_per_user == pytest.approx(1 / t[best], rel=1e-9)
-    assert r.power_per_gpu_w == pytest.approx(watts[best], rel=1e-9)
+    # power from the mean FLOPs and bytes per step: at the chosen D every step carries prompts (f = 1)
+    assert f[best] == 1.0 and r.power_per_gpu_w == pytest.approx(w1[best], rel=1e-9)
     # a batch one past the KV limit is not allowed even though it would be faster
     assert r.decode_batch == d_max
 
@@ -166,7 +173,8 @@ def test_derived_rates(deps):
     I, O = 1000, 201
     r = max_throughput(deps["bf16"], input_len=I, output_len=O)
     assert r.tok_s_per_user == pytest.approx(1 / r.step_time_s, rel=1e-12)
-    assert r.output_tok_s == pytest.approx(r.decode_batch / r.step_time_s, rel=1e-12)   # one replica
+    # one replica; every step yields D decode tokens and D/(O − 1) first tokens of new prompts
+    assert r.output_tok_s == pytest.approx(r.decode_batch * (1 + 1 / (O - 1)) / r.step_time_s, rel=1e-12)
     assert r.requests_per_s == pytest.approx(r.output_tok_s / O, rel=1e-12)
     assert r.total_tok_s == pytest.approx(r.output_tok_s * (I + O) / O, rel=1e-12)
     assert r.output_tok_s_per_gpu == pytest.approx(r.output_tok_s, rel=1e-12)           # one GPU
@@ -374,4 +382,4 @@ def test_toy_max_throughput_by_hand(toy):
     b = toy_bytes(6 * Dd, Dd * (1 + 1 / 200), Dd * (1099.5 + 1) + Dd / 200 * 1000)
     r = max_throughput(toy, input_len=I, output_len=O)
     assert r.step_time_s == pytest.approx(b / TOY_BW, rel=1e-9)
-    assert r.output_tok_s == pytest.approx(Dd * TOY_BW / b, rel=1e-9)
+    assert r.output_tok_s == pytest.approx(Dd * (1 + 1 / 200) * TOY_BW / b, rel=1e-9)

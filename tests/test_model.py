@@ -481,6 +481,17 @@ NEW_MODELS = [
 ]
 
 
+def test_llama3_70b_is_llama31_70b_architecture():
+    """Meta-Llama-3-70B differs from Llama-3.1-70B only in context (8192, no llama3 rope scaling): same weights
+    shape, so the same count (Llama-3.1-70B's 70.6B is checked against its card above), and the same KV per
+    token, 2·2·80·8·128 = 327,680 B at bf16."""
+    a, b = load_model("meta-llama/Meta-Llama-3-70B-Instruct"), load_model("meta-llama/Llama-3.1-70B")
+    assert count_params(a).total == count_params(b).total
+    assert a.max_position_embeddings == 8192 and b.max_position_embeddings == 131072
+    from inferbound.model import kv_bytes_per_token
+    assert kv_bytes_per_token(a, "bf16") == 2 * 2 * 80 * 8 * 128
+
+
 @pytest.mark.parametrize("hf_id, total, total_way, active, active_way", NEW_MODELS)
 def test_published_total_new_models(hf_id, total, total_way, active, active_way):
     p = count_params(load_model(hf_id))

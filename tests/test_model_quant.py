@@ -160,3 +160,16 @@ def test_id_implied_quantization_is_marked_as_such():
 def test_ids_with_other_tokens_are_not_guessed(typed):
     with pytest.raises(ConfigError, match="not a config file"):
         load_model(typed)
+
+
+def test_gpt_oss_120b_fits_one_h100_by_default():
+    """The issue's case: with the checkpoint's MXFP4 experts (~65 GB, above) the default deployment fits one
+    80 GB H100 (Hopper runs MXFP4 through weight-only kernels), where bf16 weights (~234 GB) could not."""
+    from inferbound import estimate, make_deployment
+    dep = make_deployment(model="openai/gpt-oss-120b", gpu="h100_sxm")
+    assert dep.dtypes.weight == "fp4" and dep.compute_dtype in ("bf16", "fp16")
+    e = estimate(dep, batch=1, input_len=1024, output_len=256)
+    assert e.fits and 64e9 < e.memory.weights < 66e9
+    bf16 = estimate(make_deployment(model="openai/gpt-oss-120b", gpu="h100_sxm", weight_dtype="bf16"),
+                    batch=1, input_len=1024, output_len=256)
+    assert not bf16.fits

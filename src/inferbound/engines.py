@@ -164,6 +164,7 @@ class TrtBench(_Frozen):
     kv_fraction_flag_default: Cited[float]
     heuristic_kv_fraction: Cited[float]
     scheduler_policy: Cited[str]
+    chunked_context: Cited[bool]
     bs_cap: int
     tokens_cap: int
     min_bs: int

@@ -8,7 +8,8 @@ Aggregated (continuous batching with chunked prefill: workloads/steady_state.py)
 sequences decode at the mean context c̄ while each step prefills D/(O − 1) prompts; D_max is the
 smaller of the KV-cache and token-budget caps (``steady_state.caps``). For every D:
 
-    TPOT = ITL = t(D)                        tok/s per replica = D / t(D)      per user = 1 / t(D)
+    TPOT = ITL = t(D)                        tok/s per replica = D·(1 + p)/t(D) (decodes and first
+                                             tokens, as max_throughput)            per user = 1 / t(D)
     TTFT = W + Σ_k t_k(D)                    the wait for the step in flight and for prefill work
                                              ahead (steady_state.ttft, at the replica's completion
                                              rate D·p/t), then the prompt as chunks of
@@ -169,7 +170,7 @@ def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     ttft = sum(wt * c for wt, c in zip(mix.weights, classes))
     g = dep.par.replica_gpus
     ones = np.ones(d_max, dtype=np.int64)
-    return LayoutPoints(step_s=t, ttft_s=ttft, tok_s=dec / t, watts=watts * g, gpus=ones * g,
+    return LayoutPoints(step_s=t, ttft_s=ttft, tok_s=dec * (1 + steady_state.prompts_per_decode(mix)) / t, watts=watts * g, gpus=ones * g,
                         prefill_replicas=ones * 0, decode_replicas=ones, cap=min(caps, key=caps.get),
                         kv_capacity_bytes=capacity,
                         concurrent_seqs=np.ceil(steady_state.concurrency(dec, mix)).astype(np.int64))

@@ -75,7 +75,7 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
              max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
              num_blocks: int | None = None, memory_fraction: float | None = None,
              input_dist: str | None = None, output_dist: str | None = None,
-             concurrency: int | None = None, think_time: float = 0.0,
+             concurrency: int | None = None, think_time: float = 0.0, dataset: str | None = None,
              slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None, slo_e2e_ms: float | None = None,
              progress: bool | Callable[[int, int], None] = False, **deployment_kwargs) -> SimResult:
     """Simulate serving ``requests`` Poisson arrivals at ``rate`` req/s (``inf``: all at once), a trace,
@@ -88,9 +88,16 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     keyword overrides here (``block_size``, ``max_num_batched_tokens``, ``max_num_seqs``,
     ``memory_fraction``, ``preemption``) replace its figures; ``num_blocks`` fixes the pool size per
     replica. Pass a :class:`Deployment` or the keyword arguments of :func:`make_deployment`.
+    ``dataset``: a bundled length profile (data/datasets.yaml): its published means (and spread, drawn as
+    normal, where published) replace the lengths.
     ``progress``: True for a rich progress bar, or a callback(done, total).
     """
     dep = deployment or make_deployment(**deployment_kwargs)
+    notes = []
+    if dataset is not None:
+        if trace is not None or input_dist or output_dist:
+            raise ValueError("dataset and trace/input_dist/output_dist given together; allowed: one of them")
+        input_len, output_len, input_dist, output_dist, notes = _dataset_lengths(dataset)
     rt = runtime_with(dep, block_size=block_size, token_budget=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                       memory_fraction=memory_fraction, preemption=preemption)
     cfg = engine_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks)
@@ -109,8 +116,21 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
         run = simulate_run(dep, reqs, cfg, progress or None, source)
     slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
     summary = summarize(run, slo)
-    summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None)
+    summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None,
+                   notes=notes)
     return SimResult(summary, run, dep)
+
+
+def _dataset_lengths(name: str):
+    """(input_len, output_len, input_dist, output_dist, notes) of a dataset profile (workloads/lengths.py)."""
+    from ..datafiles import data_yaml
+    from ..workloads.lengths import from_dataset
+    mix = from_dataset(name)  # its errors name the field
+    p = data_yaml("datasets.yaml")["datasets"][name]
+    i, o = int(round(mix.mean_input)), int(round(mix.mean_output))
+    if p.get("input_std") is None or p.get("output_std") is None:
+        return i, o, None, None, list(mix.notes)
+    return i, o, f"normal:{p['input_mean']}:{p['input_std']}", f"normal:{p['output_mean']}:{p['output_std']}", []
 
 
 def _with_progress_bar(dep, reqs, cfg, source=None) -> Run:

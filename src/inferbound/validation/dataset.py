@@ -2,8 +2,19 @@
 
 Columns: case, source, model, gpu, num_gpus, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, framework,
 scenario, batch_size, request_rate, num_requests, input_len, output_len, metric, value, source_url.
-Extra columns are ignored; blank cells are allowed where the schema says so. A row that cannot be
-parsed is kept with the reason, never dropped.
+Optional columns (blank = not stated; the engine profile's default):
+- ``concurrency``: a closed-loop serving run of N clients (``vllm bench serve --max-concurrency``,
+  genai-perf ``--concurrency``); a serving row with ``batch_size`` and no ``request_rate`` means the same.
+  On a max_throughput row: the benchmark's cap on requests in flight;
+- ``dataset``: a bundled length profile (data/datasets.yaml: sharegpt, mlperf_llama2_70b_openorca, ...),
+  read by its first word; ``random`` (fixed lengths) or other text describes the stated lengths;
+  ``input_len_std`` / ``output_len_std``: the spread of the lengths (modelled as normal);
+- engine settings: ``engine`` (a profile name), ``engine_version``, ``max_num_seqs``,
+  ``max_num_batched_tokens``, ``gpu_memory_utilization``, ``prefix_caching``, ``kv_offload`` (on/off),
+  ``speculative`` (e.g. ``mtp:3``).
+Lengths may be means (593.37 tokens) and may be blank where the dataset profile publishes them.
+Metrics: METRICS; ``tpot_ms`` excludes the first token; ``_p50``/``_p90``/``_p99`` are percentiles over
+requests. Other columns are ignored. A row that cannot be parsed is kept with the reason, never dropped.
 """
 from __future__ import annotations
 
@@ -12,13 +23,18 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REQUIRED = ("case", "source", "model", "gpu", "num_gpus", "scenario", "input_len", "output_len", "metric", "value")
+REQUIRED = ("case", "source", "model", "gpu", "num_gpus", "scenario", "metric", "value")
+HEADER = REQUIRED + ("input_len", "output_len")  # columns a file must have (cells may be blank: dataset)
 SCENARIOS = ("static_batch", "max_throughput", "serving")
-METRICS = ("output_tok_s", "output_tok_s_per_gpu", "total_tok_s", "requests_per_s", "ttft_ms", "itl_ms",
-           "tok_s_per_user", "achieved_mem_bw_gbps", "prefill_tok_s")
+PERCENTILES = ("p50", "p90", "p99")
+LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+METRICS = ("output_tok_s", "output_tok_s_per_gpu", "total_tok_s", "requests_per_s", *LATENCIES,
+           *(f"{m}_{p}" for m in LATENCIES for p in PERCENTILES), "tok_s_per_user", "achieved_mem_bw_gbps",
+           "prefill_tok_s")
 THROUGHPUT_METRICS = frozenset({"output_tok_s", "output_tok_s_per_gpu", "total_tok_s", "requests_per_s",
                                 "tok_s_per_user", "achieved_mem_bw_gbps", "prefill_tok_s"})
-LATENCY_METRICS = frozenset({"ttft_ms", "itl_ms"})
+LATENCY_METRICS = frozenset(m for m in METRICS if m not in THROUGHPUT_METRICS)
+FLAGS = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
 
 
 @dataclass
@@ -39,18 +55,34 @@ class Row:
     batch_size: int | None
     request_rate: float | None
     num_requests: int | None
-    input_len: int
-    output_len: int
+    input_len: float | None  # mean prompt tokens (blank: the dataset profile's)
+    output_len: float | None
     metric: str
     value: float
     extra: dict = field(default_factory=dict)
+    concurrency: int | None = None
+    dataset: str | None = None  # a bundled profile name, or None (the stated lengths)
+    dataset_text: str = ""
+    input_len_std: float | None = None
+    output_len_std: float | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    gpu_memory_utilization: float | None = None
+    prefix_caching: bool | None = None
+    kv_offload: bool | None = None
+    speculative: str | None = None
 
     @property
     def setup_key(self) -> tuple:
         """Rows that describe the same run (one prediction serves all their metrics)."""
         return (self.source, self.model, self.gpu, self.num_gpus, self.tp, self.pp, self.ep, self.weight_dtype,
                 self.act_dtype, self.kv_dtype, self.scenario, self.batch_size, self.request_rate,
-                self.num_requests, self.input_len, self.output_len, self.framework)
+                self.num_requests, self.input_len, self.output_len, self.framework, self.concurrency, self.dataset,
+                self.input_len_std, self.output_len_std, self.engine, self.engine_version, self.max_num_seqs,
+                self.max_num_batched_tokens, self.gpu_memory_utilization, self.prefix_caching, self.kv_offload,
+                self.speculative)
 
 
 @dataclass
@@ -90,6 +122,31 @@ def _opt_str(raw: dict, key: str):
     return v or None
 
 
+def _opt_flag(raw: dict, key: str):
+    v = (raw.get(key) or "").strip().lower()
+    if not v:
+        return None
+    if v not in FLAGS:
+        raise ValueError(f"{key}={v!r} unknown; allowed: on, off")
+    return FLAGS[v]
+
+
+def _opt_len(raw: dict, key: str, low: float):
+    """A length: a mean (non-integers allowed), >= ``low``."""
+    v = _opt_float(raw, key)
+    if v is not None and not (math.isfinite(v) and v >= low):
+        raise ValueError(f"{key}={v!r} must be a number of tokens >= {low:g}")
+    return v
+
+
+def _dataset(raw: dict) -> str | None:
+    """The bundled profile a ``dataset`` cell names by its first word, else None (the stated lengths)."""
+    from ..workloads.lengths import dataset_names
+    text = (raw.get("dataset") or "").strip()
+    first = text.split()[0].strip(",;()").lower() if text else ""
+    return first if first in dataset_names() else None
+
+
 def parse_row(raw: dict, line: int) -> Row | Unreadable:
     case = (raw.get("case") or f"line{line}").strip()
     metric = (raw.get("metric") or "").strip()
@@ -109,14 +166,39 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
                   kv_dtype=_opt_str(raw, "kv_dtype"), framework=(raw.get("framework") or "").strip(),
                   scenario=scenario, batch_size=_opt_int(raw, "batch_size"),
                   request_rate=_opt_float(raw, "request_rate"), num_requests=_opt_int(raw, "num_requests"),
-                  input_len=_int(raw, "input_len"), output_len=_int(raw, "output_len"), metric=metric,
-                  value=float(raw["value"]), extra={k: v for k, v in raw.items() if k not in Row.__dataclass_fields__})
+                  input_len=_opt_len(raw, "input_len", 0), output_len=_opt_len(raw, "output_len", 1), metric=metric,
+                  value=float(raw["value"]), extra={k: v for k, v in raw.items() if k not in Row.__dataclass_fields__},
+                  concurrency=_opt_int(raw, "concurrency"), dataset=_dataset(raw),
+                  dataset_text=(raw.get("dataset") or "").strip(), input_len_std=_opt_float(raw, "input_len_std"),
+                  output_len_std=_opt_float(raw, "output_len_std"), engine=_opt_str(raw, "engine"),
+                  engine_version=_opt_str(raw, "engine_version"), max_num_seqs=_opt_int(raw, "max_num_seqs"),
+                  max_num_batched_tokens=_opt_int(raw, "max_num_batched_tokens"),
+                  gpu_memory_utilization=_opt_float(raw, "gpu_memory_utilization"),
+                  prefix_caching=_opt_flag(raw, "prefix_caching"), kv_offload=_opt_flag(raw, "kv_offload"),
+                  speculative=_opt_str(raw, "speculative"))
         if not row.value > 0:
             raise ValueError(f"value={row.value} must be > 0")
+        for name in ("input_len", "output_len"):
+            if getattr(row, name) is None and row.dataset is None:
+                raise ValueError(f"{name} is blank and dataset={row.dataset_text!r} names no bundled profile; "
+                                 f"allowed: a length, or a dataset profile of data/datasets.yaml")
+        for name in ("input_len_std", "output_len_std"):
+            v = getattr(row, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name}={v!r} must be a number of tokens >= 0")
+        if row.concurrency is not None and row.concurrency < 1:
+            raise ValueError(f"concurrency={row.concurrency} must be >= 1")
+        if row.gpu_memory_utilization is not None and not 0 < row.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization={row.gpu_memory_utilization} must be in (0, 1]")
         if scenario == "static_batch" and row.batch_size is None:
             raise ValueError("static_batch row without batch_size")
-        if scenario == "serving" and row.request_rate is None:
-            raise ValueError("serving row without request_rate")
+        if scenario == "serving" and row.request_rate is None and row.concurrency is None:
+            if row.batch_size is None:
+                raise ValueError("serving row without request_rate, concurrency or batch_size")
+            row.concurrency = row.batch_size  # a serving row's batch size is its client count
+        if scenario == "serving" and row.request_rate is not None and row.concurrency is not None:
+            raise ValueError(f"request_rate={row.request_rate:g} and concurrency={row.concurrency}: a serving run is "
+                             f"open loop (a rate) or closed loop (clients), not both")
         return row
     except (ValueError, KeyError) as e:
         return Unreadable(case, metric, f"unreadable row: {e}", raw)
@@ -129,7 +211,7 @@ def read_csv(path: str | Path) -> tuple[list[Row], list[Unreadable]]:
         raise FileNotFoundError(f"file={str(path)!r} does not exist")
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        missing = [c for c in HEADER if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"file={str(path)!r} lacks column(s) {', '.join(missing)} of the validation schema")
         rows, bad = [], []

@@ -2,23 +2,32 @@
 
 One prediction per distinct setup (all metrics of a run share it). Blank dtypes: weights as the checkpoint
 ships them (checkpoint.py), activations as the weights when those are a compute format (else bf16),
-the KV cache as the activations. ``num_gpus`` beyond tp·pp is data parallel. The row's ``framework``
-text names the engine profile (data/engines.yaml ``frameworks``): its memory rule, block size, token
-budget, caps, reservation and scheduling, and its departures from the model (sliding windows).
+the KV cache as the activations. ``num_gpus`` beyond tp·pp is data parallel. The engine profile
+(data/engines.yaml): the row's ``engine`` (+ ``engine_version``) column, else the ``framework`` text
+(+ ``engine_version``) through the ``frameworks`` rules: its memory rule, block size, token budget,
+caps, reservation and scheduling, and its departures from the model (sliding windows). Stated engine
+settings (``max_num_seqs``, ``max_num_batched_tokens``, ``gpu_memory_utilization``) override the
+profile's defaults. Lengths: the row's means with their spread (``input_len_std``/``output_len_std``), or
+the ``dataset`` profile's published means (workloads/lengths.py).
+
+Serving rows: a rate (open loop, Poisson) runs through the simulator (sim/), a concurrency (closed loop)
+through the analytic steady state (workloads/serving.py, whose random-arrival assumption matches
+desynchronized benchmark clients; docs/serving.md); percentiles come from the same predictor.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 
 from ..deployment import Deployment, make_deployment
-from ..engines import engine_for_framework
+from ..engines import engine_for_framework, get_engine
 from ..estimate import estimate
 from .. import step
 from ..memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
-from .dataset import Row
+from ..workloads.lengths import Mix, from_dataset, from_row_moments
+from .dataset import PERCENTILES, Row
 
 
 @dataclass
@@ -39,15 +48,51 @@ class Prediction:
         return None if self.predicted is None else (self.predicted - self.row.value) / self.row.value
 
 
-def engine_of(framework: str) -> str | None:
-    """The engine profile a row's ``framework`` names (engines.yaml ``frameworks``); blank or text no rule
-    matches: the default engine (predict_rows notes it on the row)."""
+def engine_of(framework: str, version: str | None = None) -> str | None:
+    """The engine profile a row's ``framework`` (and ``engine_version``) text names (engines.yaml
+    ``frameworks``); blank or text no rule matches: the default engine (predict_rows notes it)."""
+    text = " ".join(x for x in (framework.strip(), (version or "").strip()) if x)
     if not framework.strip():
         return None
     try:
-        return "@".join(engine_for_framework(framework))
+        return "@".join(engine_for_framework(text))
     except ValueError:
+        if version:
+            try:
+                return "@".join(engine_for_framework(framework))
+            except ValueError:
+                return None
         return None
+
+
+def row_engine(row: Row) -> str | None:
+    """name@version of the row's engine: the ``engine`` column (with ``engine_version``), else its text."""
+    if row.engine:
+        p = get_engine(row.engine, row.engine_version)
+        return f"{p.name}@{p.version}"
+    return engine_of(row.framework, row.engine_version)
+
+
+def row_engine_options(row: Row) -> dict:
+    """The engine settings a row states, as runtime overrides (runtime.resolve)."""
+    out = {}
+    if row.max_num_seqs is not None:
+        out["max_num_seqs"] = row.max_num_seqs
+    if row.max_num_batched_tokens is not None:
+        out["token_budget"] = row.max_num_batched_tokens
+    if row.gpu_memory_utilization is not None:
+        out["memory_fraction"] = row.gpu_memory_utilization
+    if row.prefix_caching is not None:
+        out["prefix_caching"] = row.prefix_caching
+    return out
+
+
+def row_lengths(row: Row) -> Mix:
+    """The row's request lengths: its dataset profile (stated means take the profile's place), else its
+    means with their spread."""
+    if row.dataset is not None:
+        return from_dataset(row.dataset, row.input_len, row.output_len)
+    return from_row_moments(row.input_len, row.output_len, row.input_len_std, row.output_len_std)
 
 
 def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
@@ -55,26 +100,42 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     act = row.act_dtype or (None if weight is None else (weight if weight in ("bf16", "fp16", "fp8") else "bf16"))
     if row.num_gpus % (row.tp * row.pp):
         raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
+    if row.kv_offload:
+        raise ValueError("kv_offload=on is not modelled yet (CPU KV offload)")
+    if row.speculative:
+        raise ValueError(f"speculative={row.speculative!r} is not modelled yet (speculative decoding)")
     dp = row.num_gpus // (row.tp * row.pp)
-    engine = engine_of(row.framework)
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
                           weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files,
-                          calibration=calibration, engine=engine)
+                          calibration=calibration, engine=row_engine(row), engine_options=row_engine_options(row))
     return dep
 
 
+def _integer_lengths(row: Row) -> tuple[int, int]:
+    """A static batch's lengths (every sequence alike): the row's, which must be whole tokens."""
+    i, o = row.input_len, row.output_len
+    if i is None or o is None or i != int(i) or o != int(o):
+        raise ValueError(f"input_len={i}, output_len={o}: a static batch needs whole token counts")
+    return int(i), int(o)
+
+
 def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
-    """Metrics of a static batch run (TensorRT-LLM v0.9 tables, gpt-fast, llama.cpp)."""
-    e = estimate(dep, batch=row.batch_size, input_len=row.input_len, output_len=row.output_len)
+    """Metrics of a static batch run (TensorRT-LLM v0.9 tables, gpt-fast, llama.cpp, AMD latency tables)."""
+    i, o = _integer_lengths(row)
+    e = estimate(dep, batch=row.batch_size, input_len=i, output_len=o)
     replicas = dep.par.replicas
     return {
         "output_tok_s": e.output_tok_s, "output_tok_s_per_gpu": e.output_tok_s_per_gpu,
         "total_tok_s": e.batch * (e.input_len + e.output_len) / e.e2e_s * replicas,
         "requests_per_s": e.batch / e.e2e_s * replicas, "ttft_ms": e.ttft_s * 1e3, "itl_ms": e.tpot_s * 1e3,
+        "tpot_ms": e.tpot_s * 1e3, "e2e_ms": e.e2e_s * 1e3,
         "tok_s_per_user": e.tok_s_per_user, "prefill_tok_s": e.prefill_tok_s,
         "achieved_mem_bw_gbps": weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par) / e.tpot_s / 1e9,
         "_bound_prefill": e.prefill.bound, "_bound_decode": e.decode.bound,
+        # a static batch is uniform: every request has the same TTFT, token gaps and end-to-end latency
+        **{f"{m}_{p}": v for m, v in (("ttft_ms", e.ttft_s * 1e3), ("itl_ms", e.tpot_s * 1e3),
+                                      ("tpot_ms", e.tpot_s * 1e3), ("e2e_ms", e.e2e_s * 1e3)) for p in PERCENTILES},
     }
 
 
@@ -82,29 +143,82 @@ def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
 DEFAULT_OFFLINE_REQUESTS = 3000
 
 
+def _capped(dep: Deployment, row: Row) -> Deployment:
+    """A max_throughput row with a concurrency: the benchmark's cap on requests in flight, per replica and
+    attention group, as the engine's running-sequence limit."""
+    if row.concurrency is None:
+        return dep
+    per = row.concurrency / (dep.par.replicas * dep.par.attention_groups)
+    seqs = max(1, int(per))
+    if dep.runtime.max_num_seqs <= seqs:
+        return dep
+    return replace(dep, engine_options=tuple(sorted({**dict(dep.engine_options), "max_num_seqs": seqs}.items())))
+
+
 def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
     """Metrics of the offline max-throughput operating point (workloads/max_throughput.py)."""
-    r = max_throughput(dep, input_len=row.input_len, output_len=row.output_len,
-                       num_requests=row.num_requests or DEFAULT_OFFLINE_REQUESTS)
-    return {"output_tok_s": r.output_tok_s, "output_tok_s_per_gpu": r.output_tok_s_per_gpu,
-            "total_tok_s": r.total_tok_s, "requests_per_s": r.requests_per_s, "tok_s_per_user": r.tok_s_per_user,
-            "itl_ms": r.step_time_s * 1e3, "_bound_decode": r.bound}
+    mix = row_lengths(row)
+    n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
+    r = max_throughput(_capped(dep, row), num_requests=n, lengths=mix)
+    # mean request latency: with a concurrency cap C, Little's law in service, C/X; all n requests issued
+    # at t = 0 and none capped, the k-th completes near k/X, a mean of n/(2X)
+    in_flight = r.concurrency * dep.par.replicas
+    e2e_s = in_flight / r.requests_per_s if row.concurrency is not None else n / (2 * r.requests_per_s)
+    run = r.run_output_tok_s  # a benchmark reports its whole run (fill and drain included)
+    return {"output_tok_s": run, "output_tok_s_per_gpu": run / dep.num_gpus,
+            "total_tok_s": run * (r.input_len + r.output_len) / r.output_len, "requests_per_s": run / r.output_len,
+            "tok_s_per_user": r.tok_s_per_user, "itl_ms": r.step_time_s * 1e3, "tpot_ms": r.step_time_s * 1e3,
+            "e2e_ms": e2e_s * 1e3, "_bound_decode": r.bound}
+
+
+def _front_end_ms(dep: Deployment) -> float:
+    """The calibration's ``request_overhead_s`` (HTTP front end, tokenizer: outside the engine's steps)."""
+    return (dep.calibration.request_overhead_s if dep.calibration is not None else 0.0) * 1e3
 
 
 def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
-    """Metrics of a serving run: Poisson arrivals at the row's rate through the simulator (sim/), fixed
-    lengths, seed 0; latency metrics are means over requests, as in the schema. The calibration's
-    ``request_overhead_s`` (HTTP front end, tokenizer: outside the engine's steps) is added to TTFT."""
+    """Metrics of a serving run. A rate: Poisson arrivals through the simulator (sim/), seed 0, lengths drawn
+    from the row's spread or fixed at its means; a concurrency: the analytic closed-loop steady state
+    (workloads/serving.py). Latencies are means over requests unless the metric names a percentile; the
+    front end (``_front_end_ms``) is added to TTFT and E2E."""
+    mix = row_lengths(row)
+    if row.concurrency is not None:
+        return _closed_loop(dep, row, mix)
     from ..sim import simulate  # late import: the simulator is the heaviest module
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
-    r = simulate(dep, rate=row.request_rate, requests=n, input_len=row.input_len, output_len=row.output_len,
-                 seed=0).summary
-    bound = step.decode(dep, max(1.0, r["mean_running"]), row.input_len + row.output_len / 2).bound
-    front_end_ms = (dep.calibration.request_overhead_s if dep.calibration is not None else 0.0) * 1e3
-    return {"ttft_ms": r["ttft_ms_mean"] + front_end_ms, "itl_ms": r["itl_ms_mean"], "output_tok_s": r["output_tok_s"],
-            "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "total_tok_s": r["total_tok_s"],
-            "requests_per_s": r["requests_per_s"], "tok_s_per_user": 1e3 / r["tpot_ms_mean"],
-            "_bound_decode": str(bound), "_bound_prefill": "compute"}
+    i, o = int(round(mix.mean_input)), int(round(mix.mean_output))
+    dists = {}
+    if row.dataset is None and (row.input_len_std or row.output_len_std):
+        dists = {"input_dist": f"normal:{row.input_len}:{row.input_len_std or 0}",
+                 "output_dist": f"normal:{row.output_len}:{row.output_len_std or 0}"}
+    r = simulate(dep, rate=row.request_rate, requests=n, input_len=i, output_len=o, seed=0, **dists).summary
+    bound = step.decode(dep, max(1.0, r["mean_running"]), mix.mean_input + mix.mean_output / 2).bound
+    fe = _front_end_ms(dep)
+    out = {"output_tok_s": r["output_tok_s"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"],
+           "total_tok_s": r["total_tok_s"], "requests_per_s": r["requests_per_s"],
+           "tok_s_per_user": 1e3 / r["tpot_ms_mean"], "_bound_decode": str(bound), "_bound_prefill": "compute"}
+    for metric, key, shift in (("ttft_ms", "ttft", fe), ("itl_ms", "itl", 0.0), ("tpot_ms", "tpot", 0.0),
+                               ("e2e_ms", "e2e", fe)):
+        out[metric] = r[f"{key}_ms_mean"] + shift
+        for p in PERCENTILES:
+            if r.get(f"{key}_ms_{p}") is not None:
+                out[f"{metric}_{p}"] = float(r[f"{key}_ms_{p}"]) + shift
+    return out
+
+
+def _closed_loop(dep: Deployment, row: Row, mix: Mix) -> dict[str, float]:
+    from ..workloads.serving import serving
+    s = serving(dep, concurrency=row.concurrency, lengths=mix)
+    fe = _front_end_ms(dep)
+    out = {"output_tok_s": s.output_tok_s, "output_tok_s_per_gpu": s.output_tok_s_per_gpu,
+           "total_tok_s": s.requests_per_s * (s.input_len + s.output_len), "requests_per_s": s.requests_per_s,
+           "tok_s_per_user": s.tok_s_per_user, "itl_ms": s.itl_s * 1e3, "tpot_ms": s.tpot_s * 1e3,
+           "_bound_decode": s.bound, "_bound_prefill": "compute"}
+    for metric, stats, shift in (("ttft_ms", s.ttft_s, fe), ("e2e_ms", s.e2e_s, fe)):
+        out[metric] = stats["mean"] * 1e3 + shift
+        for p in PERCENTILES:
+            out[f"{metric}_{p}"] = stats[p] * 1e3 + shift
+    return out
 
 
 #: scenario -> function(deployment, row) -> {metric: value}
@@ -125,8 +239,11 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
             if predictor is None:
                 raise ValueError(f"scenario={first.scenario!r} has no predictor")
             dep = deployment_for(first, calibration, gpu_files)
-            note = "" if not first.framework.strip() or engine_of(first.framework) else \
+            note = "" if first.engine or not first.framework.strip() or row_engine(first) else \
                 f"framework={first.framework!r} names no engine profile: predicted with the default {dep.engine}"
+            if first.dataset is None and first.dataset_text and not first.dataset_text.lower().startswith("random"):
+                note = "; ".join(x for x in (note, f"dataset={first.dataset_text!r} is not a bundled profile: "
+                                                   f"modelled at the stated lengths") if x)
             values = predictor(dep, first)
             for r in group:
                 bound = values.get("_bound_prefill" if r.metric == "ttft_ms" else "_bound_decode")

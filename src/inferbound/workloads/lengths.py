@@ -19,6 +19,7 @@ sum to 1, by request count):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -131,6 +132,18 @@ def from_trace(path) -> Mix:
     return from_pairs([r.input_len for r in reqs], [r.output_len for r in reqs], f"trace {path}")
 
 
+def from_options(values: dict) -> Mix | None:
+    """The Mix of parsed option values (options.LENGTHS beside input_len/output_len), or None for fixed
+    lengths."""
+    if not any(values.get(k) for k in ("input_dist", "output_dist", "trace", "dataset")):
+        return None
+    trace = values.get("trace")
+    if trace is not None and not Path(trace).is_file():
+        raise ValueError(f"trace={str(trace)!r} is not a file; allowed: a CSV or JSONL trace file")
+    return workload_mix(values["input_len"], values["output_len"], values.get("input_dist"),
+                        values.get("output_dist"), values.get("dataset"), trace)
+
+
 def workload_mix(input_len: float, output_len: float, input_dist: str | None = None, output_dist: str | None = None,
                  dataset: str | None = None, trace=None, seed: int = 0) -> Mix:
     """The Mix a command's length options describe: a trace, else a dataset profile, else distribution
@@ -148,4 +161,4 @@ def workload_mix(input_len: float, output_len: float, input_dist: str | None = N
 
 
 __all__ = ["Mix", "fixed", "from_pairs", "from_spec", "from_dataset", "dataset_names", "from_row_moments",
-           "from_trace", "workload_mix", "describe"]
+           "from_trace", "workload_mix", "from_options", "describe"]

@@ -5,6 +5,20 @@ D = 1..D_max: a step of D decodes at the mean context plus D/(O − 1) prompts l
 contract, tabulated: stepmodel.py); output throughput is D / t(D) and each user sees one token per
 step, 1/t(D) tok/s. D_max is the smallest cap (KV cache, token budget, requests, max_num_seqs).
 The operating point is the D that maximizes D / t(D) over every feasible D (all evaluated at once).
+
+Output tokens/s counts every token: the D decodes of a step and the D·p first tokens its prefills
+yield, D·(1 + p)/t(D) = D·Ō/((Ō − 1)·t), so requests/s = that / Ō = D/((Ō − 1)·t).
+
+A benchmark of N requests also fills and drains (``finite_run``; trtllm-bench, vLLM's benchmark_throughput
+report tokens over the whole run). Per replica, N_r = N/replicas and C = D(1 + p) in flight:
+- N_r ≤ C: one wave. Every prompt is prefilled in steps of the token budget, then the batch decodes
+  together and shrinks as length classes finish: T = Σ prefill steps + Σ_c (O_c − O_{c−1})·t_dec(alive_c).
+- N_r > C: the steady state runs N_r lives at X = D/((Ō − 1)·t) requests/s, except that its last C
+  requests, spread evenly over their lives, finish with no new prompts beside them and a decode batch
+  falling linearly from D to 0 over Ō − 1 steps: T = N_r/X + T_drain − C/(2X_d), T_drain =
+  Σ_k t_dec(D·(1 − k/(Ō − 1))) (16-point midpoint rule), X_d = D/((Ō − 1)·t_dec(D)) the decode-only rate
+  at which the steady state would have run those half lives.
+``run_output_tok_s`` = N·Ō/T, the figure such a benchmark prints; ``output_tok_s`` is the steady state.
 """
 from __future__ import annotations
 
@@ -56,6 +70,9 @@ class MaxThroughput:
     max_num_seqs: int | None = None  # per attention group
     block_size: int = 16
     error_band: float | None = None  # expected relative error of the throughput (calibration residuals)
+    run_output_tok_s: float = 0.0  # over a run of num_requests: fill and drain included (finite_run)
+    run_s: float = 0.0
+    num_requests: int = 0
     lengths: str = ""  # the request lengths (fixed, or the mix of a distribution, trace or dataset)
     notes: list = field(default_factory=list)
 
@@ -66,16 +83,57 @@ class MaxThroughput:
 def bench_limits(dep, rt, mix: Mix):
     """The engine's offline benchmark limits where its harness derives them from the workload
     (TensorRT-LLM's trtllm-bench: max_batch_size and max_num_tokens from the KV-bound request count at
-    its heuristic KV fraction, engines.trtllm_bench_limits); else the runtime as it is."""
+    its heuristic KV fraction, engines.trtllm_bench_limits, and chunked context on, its default); else
+    the runtime as it is."""
     p = profile_of(rt.engine)
     b = p.trtllm_bench
-    if b is None or {"max_num_seqs", "token_budget"} & set(rt.overridden):
+    if b is None:
         return rt
+    chunking = {} if "chunked_prefill" in rt.overridden else {"chunked_prefill": bool(b.chunked_context.value)}
+    if {"max_num_seqs", "token_budget"} & set(rt.overridden):
+        return replace(rt, **chunking)
     probe = replace(rt, memory_fraction=b.heuristic_kv_fraction.value, reservation="max")
     requests, _, _ = steady_state.kv_sequences(dep, mix, None, probe)
     seqs, tokens = trtllm_bench_limits(p, requests / dep.par.attention_groups, mix.mean_input, mix.mean_output,
                                        dep.par.pp)
-    return replace(rt, max_num_seqs=int(seqs), token_budget=int(tokens))
+    return replace(rt, max_num_seqs=int(seqs), token_budget=int(tokens), **chunking)
+
+
+_DRAIN_POINTS = 16
+
+
+def finite_run(sm, rt, mix: Mix, d: float, t: float, n: float) -> float:
+    """Seconds one replica takes for ``n`` requests at the operating point (D = ``d``, step ``t``; module
+    docstring)."""
+    m = sm.dep.model
+    c = float(steady_state.concurrency(d, mix))
+    ctx = steady_state.decode_context(mix)
+    if n <= c:
+        budget = rt.token_budget * sm.dep.par.attention_groups
+        tokens = n * mix.mean_input
+        steps = np.ceil(tokens / budget)
+        prefill = steps * float(sm.price(uniform_prompts(m, mix, tokens / steps)).time)
+        order = np.argsort(mix.outputs)
+        outs = np.asarray(mix.outputs)[order]
+        alive = n * (1 - np.concatenate([[0.0], np.cumsum(np.asarray(mix.weights)[order])[:-1]]))
+        spans = np.diff(np.concatenate([[1.0], outs]))  # decode steps after the first token
+        dec = sm.price(steady_state.load(m, alive, mix, decode_only=True)).time
+        return float(prefill + np.dot(spans, dec))
+    steps = mix.mean_output - 1
+    u = (np.arange(_DRAIN_POINTS) + 0.5) / _DRAIN_POINTS
+    drain = sm.price(steady_state.load(m, np.append(d * (1 - u), d), mix, decode_only=True)).time
+    t_drain, t_dec = steps * float(np.mean(drain[:-1])), float(drain[-1])
+    return float(n * steps * t / d + max(t_drain - c / 2 * steps * t_dec / d, 0.0))
+
+
+def uniform_prompts(m, mix: Mix, tokens: float):
+    """A step that prefills ``tokens`` prompt tokens in the mix's shares."""
+    from ..step import uniform
+    total = None
+    for w, i in zip(mix.weights, mix.inputs):
+        part = uniform(m, prompts=tokens / mix.mean_input * w, new=i)
+        total = part if total is None else total + part
+    return total
 
 
 def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
@@ -108,7 +166,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     t, flops, moved, cost = steady_state.step_cost(sm, rt, dec, mix)
     t = np.asarray(t, dtype=float)
     watts = power_w(dep.gpu, dep.compute_dtype, flops, moved, t)
-    tput = dec / t
+    tput = dec * (1 + steady_state.prompts_per_decode(mix)) / t  # decodes and first tokens
     i = int(np.argmax(tput))
     best = dec[i]
     limited = "throughput peak" if i < d_max - 1 else min(caps, key=caps.get)
@@ -117,6 +175,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     power = float(watts[i])
     dps = dollars_per_second(dep.gpu, dep.num_gpus)
     bound = phase(cost, "", i).bound
+    run_s = finite_run(sm, rt, mix, best, float(t[i]), num_requests / reps)
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
         concurrency=float(steady_state.concurrency(best, mix)), decode_batch=int(best),
@@ -129,4 +188,5 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
         usd_per_million_output_tokens=per_million(dps, out_tok_s), memory_fraction=rt.memory_fraction,
         engine_settings=rt.describe(), max_num_seqs=rt.max_num_seqs, block_size=rt.block_size,
-        error_band=band(dep, "max_throughput", "throughput", bound), lengths=describe(mix), notes=list(mix.notes))
+        error_band=band(dep, "max_throughput", "throughput", bound), lengths=describe(mix), notes=list(mix.notes),
+        run_output_tok_s=num_requests * output_len / run_s, run_s=run_s, num_requests=num_requests)

@@ -91,6 +91,8 @@ class ServingEstimate:
     kv_capacity_bytes_per_gpu: float
     engine_settings: str
     notes: list = field(default_factory=list)
+    percentiles: str = ("over the request length classes; step and arrival variation is not modelled "
+                        "(inferbound simulate gives the tails)")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -197,8 +199,11 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
     clients = concurrency / reps if closed else 0.0
     r = _Replica(dep, mix, closed, clients, think_time)
     notes = list(mix.notes) + list(dep.warnings)
-    if closed:
+    if closed and think_time == 0:  # every client is in service (or queued past the caps): C = min(N_r, C_max)
+        point, capped = r.point(min(clients, r.c_max)), clients > r.c_max
+    elif closed:
         point, capped = r.solve(lambda p: clients * p["mean_e2e"] / (p["mean_e2e"] + think_time))
+    if closed:
         x = point["c"] / point["mean_e2e"]  # requests/s per replica
         wait = max(clients / x - think_time - point["mean_e2e"], 0.0) if capped else 0.0
     else:
@@ -225,8 +230,6 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
     if point["u"] >= steady_state.MAX_PREFILL_UTILIZATION:
         notes.append(f"prefill work arrives at {point['u']:.2f} of what one prompt at a time can take; the "
                      f"prefill queue is modelled at utilization {steady_state.MAX_PREFILL_UTILIZATION}")
-    notes.append("percentiles over the request length classes; step and arrival variation is not modelled "
-                 "(inferbound simulate gives the tails)")
     return ServingEstimate(
         model=dep.model.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, replicas=reps,
         mode="concurrency" if closed else "rate", request_rate=None if closed else rate,

@@ -197,7 +197,7 @@ class Steps:
 
 def _chunks(mix: Mix, chunk) -> list:
     """Per class: the chunks its prompt is prefilled in, n_c = ⌈I_c / chunk⌉ (arrays over chunk)."""
-    return [np.ceil(i / np.maximum(chunk, 1.0)) for i in mix.inputs]
+    return [np.maximum(np.ceil(i / np.maximum(chunk, 1.0)), 1.0) for i in mix.inputs]
 
 
 def _prefill_load(m, mix: Mix, chunks: list, per_class_rate, scale):
