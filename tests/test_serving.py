@@ -110,3 +110,17 @@ def test_closed_loop_never_exceeds_its_clients():
     # at every arrival, arrivals so far − completions so far <= 4
     for t in arrivals:
         assert np.searchsorted(arrivals, t, side="right") - np.searchsorted(finish, t, side="right") <= 4
+
+
+def test_poisson_arrivals_run_at_their_nominal_rate():
+    """n gaps scaled to sum n/λ: the n-th arrival is at n/λ exactly (issue: 500 unscaled gaps with seed 0 sum
+    to ~548 mean gaps); the gaps stay exponential-like (coefficient of variation near 1)."""
+    from inferbound.sim.requests import poisson
+    reqs = poisson(4.0, 500, 100, 10, seed=0)
+    arrivals = np.array([r.arrival_s for r in reqs])
+    assert arrivals[-1] == pytest.approx(500 / 4.0, rel=1e-12)
+    gaps = np.diff(np.concatenate([[0.0], arrivals]))
+    assert gaps.mean() == pytest.approx(0.25, rel=1e-12)
+    assert 0.85 < gaps.std() / gaps.mean() < 1.15
+    raw = np.random.default_rng(0).exponential(0.25, size=500)
+    assert raw.sum() / 0.25 > 540  # what the scaling removes

@@ -15,7 +15,9 @@ D·p prompts that keep D constant arriving in lumps, so some steps carry prefill
 (lengths.py), with requests arriving at X = C/E2E per second (Little's law in service):
 
     ITL = TPOT = t(D)       (TPOT excludes the first token; equal here: every decode step is alike)
-    TTFT_c = W + S_c        S_c = Σ_k t(D decodes + chunk k of I_c)   (steady_state.prefill_seconds)
+    TTFT_c = W + S_c        S_c = Σ_k t(D' decodes + chunk k of I_c)  (steady_state.prefill_seconds), D'
+                            the decoders among the others an arrival meets: C (open loop, PASTA) or
+                            C·(N_r − 1)/N_r (closed), at the decode share
     W      = the wait for the step in flight and for prefill work ahead (steady_state.ttft: the decode
              step's mean rest for arrivals that find the engine busy but no prefill running, an M/G/1
              prefill queue for the rest); arrivals find the engine busy with probability b (open
@@ -148,7 +150,10 @@ class _Replica:
             t = st.per_token("time")
             if rate is None:
                 rate = c / np.maximum(o * t, 1e-12)
-            ttft, _, u = steady_state.ttft(self.sm, self.rt, d, mix, st, rate, seen)
+            # the decodes beside a new prompt: the others in service it meets (open loop: C, PASTA;
+            # closed: C·(N_r − 1)/N_r), at the decode share
+            others = c if not self.closed else c * max(self.clients - 1, 0) / self.clients
+            ttft, _, u = steady_state.ttft(self.sm, self.rt, d, mix, st, rate, seen, beside=others * share)
             e2e = [a + (oc - 1) * t for a, oc in zip(ttft, mix.outputs)]
             mean_e2e = sum(w * e for w, e in zip(mix.weights, e2e))
             share = np.minimum((o - 1) * t / mean_e2e, 1.0)

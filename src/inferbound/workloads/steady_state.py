@@ -258,7 +258,7 @@ def steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
 MAX_PREFILL_UTILIZATION = 0.95
 
 
-def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0):
+def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0, beside=None):
     """(per class TTFT_c arrays, the wait W, the prefill queue's utilization u) at D = ``decode`` with
     requests arriving at ``rate`` per second per replica, seen busy with probability ``seen``:
 
@@ -268,8 +268,9 @@ def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0):
     a prompt that arrives while no prefill runs waits out the decode step in flight (t_0, mean rest
     t_0/2); one that meets prefill work waits as in an M/G/1 queue (Pollaczek–Khinchine), the prefill
     "server" taking k = max(1, ⌊(groups·B − D)/Ī⌋) prompts per step: u = rate·E[S]/k,
-    R_p = rate·E[S²]/(2k). u is held at MAX_PREFILL_UTILIZATION (the caller says so)."""
-    prefill = prefill_seconds(sm, rt, decode, mix)
+    R_p = rate·E[S²]/(2k). u is held at MAX_PREFILL_UTILIZATION (the caller says so). ``beside``: the
+    decodes that share the prompt's steps (default D: a steady state where every arrival meets D)."""
+    prefill = prefill_seconds(sm, rt, decode if beside is None else beside, mix)
     w = mix.weights
     s1 = sum(wc * sc for wc, sc in zip(w, prefill))
     s2 = sum(wc * sc ** 2 for wc, sc in zip(w, prefill))
