@@ -383,3 +383,23 @@ def test_toy_max_throughput_by_hand(toy):
     r = max_throughput(toy, input_len=I, output_len=O)
     assert r.step_time_s == pytest.approx(b / TOY_BW, rel=1e-9)
     assert r.output_tok_s == pytest.approx(Dd * (1 + 1 / 200) * TOY_BW / b, rel=1e-9)
+
+
+def test_vllm_and_trtllm_operating_points_differ():
+    """The issue's case (docs/scenarios/max-throughput.md): Llama-3.1-70B TP4 on H100, 1024 in / 1024 out.
+    vLLM holds I + O/2 = 1536 tokens per sequence (blocks of 16: 96 blocks), TensorRT-LLM reserves
+    I + O = 2048 (blocks of 32); their KV pools follow different rules; trtllm-bench sets its own limits."""
+    from inferbound.engines import get_engine
+    from inferbound.workloads.steady_state import held_tokens
+    kw = dict(model="llama-3.1-70b", gpu="h100_sxm", tp=4)
+    v = max_throughput(make_deployment(**kw, engine="vllm"), input_len=1024, output_len=1024)
+    t = max_throughput(make_deployment(**kw, engine="trtllm"), input_len=1024, output_len=1024)
+    assert (v.kv_reservation, t.kv_reservation) == ("current", "max")
+    assert held_tokens(1024, 1024, "current", 16) == 1536 and held_tokens(1024, 1024, "max", 32) == 2048
+    assert v.kv_capacity_bytes_per_gpu != t.kv_capacity_bytes_per_gpu
+    # trtllm-bench's limits come from its heuristic over the KV-bound request count (rounded up to a multiple
+    # of 32 below 256 requests, engines.trtllm_bench_limits), not trtllm-serve's defaults (2048 sequences)
+    p = get_engine("trtllm")
+    assert t.max_num_seqs != p.max_seqs.tiers[0].value == 2048
+    assert t.max_num_seqs % 32 == 0 and t.max_num_seqs >= t.decode_batch
+    assert (v.concurrency, v.output_tok_s) != (t.concurrency, t.output_tok_s)
