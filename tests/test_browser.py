@@ -120,3 +120,20 @@ def test_bad_input_shows_the_field_error(page, base_url):
     page.fill("#tp", "2")
     settled(page)
     sync_api.expect(page.locator("#errors")).to_be_hidden()
+
+
+def test_a_deployment_that_does_not_fit_leads_with_it(page, base_url):
+    """Llama-3.1-405B in bf16 on one H100 (810 GB of weights, 80 GB of HBM): the banner comes first with the
+    reason, and every card is marked hypothetical; a fitting deployment hides both."""
+    page.goto(base_url + "/?model=llama-3.1-405b&gpu=h100_sxm&num_gpus=1&weight_dtype=bf16&act_dtype=bf16")
+    settled(page)
+    banner = page.locator("#fitbanner")
+    sync_api.expect(banner).to_be_visible()
+    sync_api.expect(banner).to_contain_text("DOES NOT FIT")
+    sync_api.expect(banner).to_contain_text("hypothetical")
+    assert "hypothetical" in page.get_attribute("#cards", "class")
+    page.goto(base_url + "/?model=llama-3.1-8b&gpu=h100_sxm")
+    settled(page)
+    sync_api.expect(banner).to_be_hidden()
+    assert "hypothetical" not in (page.get_attribute("#cards", "class") or "")
+    assert page.problems == []

@@ -130,7 +130,16 @@
     $(id).querySelector(".value").textContent = value;
     $(id).querySelector(".sub").textContent = sub || "";
   }
+  function renderFit(est) {
+    // a deployment that does not fit leads: the reason first, every figure marked hypothetical
+    const banner = $("fitbanner");
+    const fits = est.fits !== false;
+    banner.hidden = fits;
+    banner.textContent = fits ? "" : `DOES NOT FIT: ${est.fit_reason || "memory"}; the figures below are hypothetical`;
+    $("cards").classList.toggle("hypothetical", !fits);
+  }
   function renderCards(scenario, est, extra) {
+    renderFit(est);
     const b = (scenario === "serving" ? {} : (scenario === "static" ? est : extra).error_bands) || {};
     const joinSub = (...xs) => xs.filter(Boolean).join(" · ");
     if (scenario === "static") {
