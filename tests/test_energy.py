@@ -3,8 +3,8 @@ energy per token against batch size, max-throughput and simulator energy fields.
 
 Catalog figures written out here:
 - h100_sxm (data/hardware.yaml): TDP 700 W, dense 989 TFLOP/s bf16 and 1979 TFLOP/s fp8, HBM 3.35 TB/s,
-  price 2.5 $/GPU-hour;
-- a100_80gb_sxm (data/hardware.yaml): price_usd_per_gpu_hr_approx null;
+  price 3.90 $/GPU-hour (data/prices.yaml: Crusoe on-demand, 2026-09-20);
+- l4 (data/prices.yaml): usd_per_gpu_hour null (no public on-demand price found);
 - data/efficiency.yaml defaults.power: idle_fraction_of_tdp 0.15, compute_fraction 0.70,
   memory_fraction 0.35 (h100_sxm has no power override);
 - Llama-3.1-8B (data/models): hidden 4096, 32 layers, 32 heads, 8 KV heads of 128, MLP 14336, vocab 128256.
@@ -34,7 +34,7 @@ COMPUTE_W = 0.70 * TDP         # efficiency.yaml compute_fraction -> 490 W
 MEMORY_W = 0.35 * TDP          # efficiency.yaml memory_fraction -> 245 W
 PEAK = {"bf16": 989e12, "fp8": 1979e12}   # hardware.yaml h100_sxm dense TFLOP/s
 BW = 3.35e12                   # hardware.yaml h100_sxm hbm_tbps
-PRICE = 2.5                    # hardware.yaml h100_sxm price_usd_per_gpu_hr_approx
+PRICE = 3.90                   # hardware.yaml h100_sxm price.usd_per_gpu_hour (Crusoe on-demand, 2026-09-20)
 
 # Llama-3.1-8B
 D, L, H, KVH, HD, FF, V = 4096, 32, 32, 8, 128, 14336, 128256
@@ -183,14 +183,14 @@ def test_data_parallel_replicas_keep_energy_per_token(est):
 
 
 def test_no_price_gives_no_cost_but_energy():
-    g = get_gpu("a100_80gb_sxm")
-    assert g.price_per_hour is None              # hardware.yaml: price_usd_per_gpu_hr_approx: null
-    e = estimate(model="llama-3.1-8b", gpu="a100_80gb_sxm", batch=4, input_len=256, output_len=32)
+    g = get_gpu("l4")
+    assert g.price_per_hour is None              # hardware.yaml l4: price.usd_per_gpu_hour: null (a reason)
+    e = estimate(model="llama-3.1-8b", gpu="l4", batch=4, input_len=256, output_len=32)
     assert e.energy["usd_per_million_output_tokens"] is None
     assert e.energy["usd_per_million_input_tokens"] is None
     assert e.energy["usd_per_hour"] is None
     assert e.energy["joules_per_output_token"] > 0
-    r = max_throughput(model="llama-3.1-8b", gpu="a100_80gb_sxm", input_len=512, output_len=128)
+    r = max_throughput(model="llama-3.1-8b", gpu="l4", input_len=512, output_len=128)
     assert r.usd_per_million_output_tokens is None and r.joules_per_output_token > 0
 
 
@@ -243,6 +243,6 @@ def test_cli_estimate_shows_energy_and_cost():
     for k in ("joules_per_output_token", "output_tokens_per_joule", "average_power_w", "prefill_energy_j",
               "decode_energy_j", "usd_per_million_output_tokens", "usd_per_million_input_tokens"):
         assert e[k] is not None and e[k] > 0
-    table = runner.invoke(app, ["estimate", "--gpu", "a100_80gb_sxm"])
+    table = runner.invoke(app, ["estimate", "--gpu", "l4"])   # l4: no price in data/prices.yaml
     assert table.exit_code == 0, table.output
     assert "energy per output token" in table.output and "n/a" in table.output

@@ -50,7 +50,7 @@ def test_h100_sxm_units_by_hand():
     assert g.scaleout_bw == pytest.approx(400 * 10**9 / 8)   # 50 GB/s
     assert g.pcie_bw == pytest.approx(64 * 10**9)
     assert g.power.tdp_w == 700
-    assert g.price_per_hour == pytest.approx(2.5)
+    assert g.price_per_hour == pytest.approx(3.90)   # hardware.yaml h100_sxm price: Crusoe on-demand, 2026-09-20
     assert g.nvlink and g.nvls
 
 

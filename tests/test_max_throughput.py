@@ -53,7 +53,7 @@ KV_FRACTION = 0.9     # engines.yaml trtllm@0.17 kv_cache_free_gpu_memory_fracti
 BUDGET = 8192         # set below (engine_options token_budget)
 BLOCK = 16            # set below (engine_options block_size)
 SEQS = 2048           # engines.yaml trtllm@0.17 max_batch_size: the logits rows of the profiled step
-PRICE = 2.5           # hardware.yaml h100_sxm price_usd_per_gpu_hr_approx
+PRICE = 3.90  # data/prices.yaml h100_sxm (Crusoe on-demand, 2026-09-20)
 ENGINE = "trtllm@0.17"
 OPTIONS = {"token_budget": BUDGET, "block_size": BLOCK}
 
@@ -319,7 +319,8 @@ def test_cli_unknown_scenario_is_one_line(runner):
 
 # --- a memory-bound toy where every step time is (bytes moved) / bandwidth -------------------------------
 # Tiny Llama-style config (2 layers, hidden 256, 4 heads of 64, 4 KV heads, MLP 512 gated, vocab 1000, untied)
-# on a synthetic GPU: 1e18 FLOP/s, 100 GB HBM at 1e11 B/s, all efficiencies 1, no overheads. Bytes of one
+# on a synthetic GPU: 1e18 FLOP/s, 100 GB HBM at 1e11 B/s, all efficiencies 1, no overheads (no kernel, step
+# or engine host time: host_factor 0). Bytes of one
 # step with T tokens, S sequences sampled and K cached tokens read (bf16; see test_validate_calibrate.py
 # for the per-operator breakdown): 2·(1,310,720 + 13,824·T + 1,024·K) + 2,560·T + 512,000 + 4,512·S.
 
@@ -331,7 +332,7 @@ hbm_gb: 100
 hbm_tbps: 0.1
 scaleup_domain: 1
 tdp_w: 100
-efficiency: {compute: 1.0, memory: 1.0, kv_memory: 1.0, kernel_overhead_s: 0.0, step_overhead_s: 0.0}
+efficiency: {compute: 1.0, memory: 1.0, kv_memory: 1.0, kernel_overhead_s: 0.0, step_overhead_s: 0.0, host_factor: 0.0}
 """
 TOY_CONFIG = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,
               "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000, "tie_word_embeddings": False}

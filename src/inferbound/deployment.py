@@ -16,6 +16,8 @@ from .config import Dtypes, Parallelism
 from .calibration.factors import resolve as resolve_calibration
 from .checkpoint import resolve_dtypes
 from .hardware import GPU, apply_overrides, get_gpu, resolve_compute_dtype
+from .hardware.prices import apply_prices, check_prices, price_note
+from .hardware.whatif import note as whatif_note, parse_scales, scale_gpu
 from .model import ModelSpec, load_model
 
 
@@ -69,7 +71,7 @@ class Deployment:
     def comm_pricer(self):
         """Prices this deployment's collectives on its topology (collectives.comm_pricer), built once."""
         from .collectives import comm_pricer
-        return comm_pricer(self.gpu, self.par)
+        return comm_pricer(self.gpu, self.par, self.engine, self.calibration)
 
     def label(self) -> str:
         p = self.par
@@ -84,7 +86,8 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
                     emulate: bool = False, model_overrides: dict | None = None, assume_family: str | None = None,
                     gpu_overrides: dict | None = None, gpu_files: list[Path] | None = None,
                     calibration=None, sliding_window: bool | None = None, engine: str | None = None,
-                    engine_options: dict | None = None, **parallel_options) -> Deployment:
+                    engine_options: dict | None = None, gpu_scale: dict | str | None = None,
+                    prices: dict[str, float] | None = None, **parallel_options) -> Deployment:
     """Build and validate a deployment; errors name the field, the value and what is allowed.
 
     ``tp`` defaults to num_gpus/(pp·dp) (or 1); ``num_gpus`` defaults to tp·pp·dp. Formats left None are
@@ -96,7 +99,10 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     ``vllm@0.6.3``, ``sglang``, ``trtllm@0.17``; None: the default), ``engine_options`` its overrides
     (block_size, token_budget, max_num_seqs, memory_fraction, reservation, preemption, ...).
     ``sliding_window``: None follows the engine (TensorRT-LLM before 2026-03 ignored Mistral's window),
-    False models full attention and cache on window layers, True honours them.
+    False models full attention and cache on window layers, True honours them. ``gpu_scale``: a what-if
+    GPU, the catalog GPU's figures scaled (hardware/whatif.py: hbm_bw, flops, hbm_gb, link_bw, ...),
+    named in every output and noted as extrapolated. ``prices``: the user's USD per GPU-hour by catalog
+    GPU id (--price GPU=USD; hardware/prices.py), replacing the cited figure and noted.
     """
     from .runtime import profile_of  # engine profiles: cited data
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides, assume_family=assume_family)
@@ -114,6 +120,11 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
             g = cal.apply(g)
         if gpu_overrides:
             g = apply_overrides(g, gpu_overrides)
+    if prices:  # the user's $/GPU-hour: ids checked against the catalog; replaces the cited figure
+        from .hardware import load_catalog
+        g = apply_prices([g], check_prices(prices, load_catalog(gpu_files)))[0]
+    scales = parse_scales(gpu_scale)
+    g = scale_gpu(g, scales)
     for name, v in (("num_gpus", num_gpus), ("tp", tp), ("pp", pp), ("ep", ep), ("dp", dp), ("nodes", nodes)):
         if v is not None and v < 1:
             raise ValueError(f"{name}={v} must be >= 1")
@@ -129,6 +140,7 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     dt = validated(Dtypes, **dtype_args)
     options = tuple(sorted((k, v) for k, v in (engine_options or {}).items() if v is not None))
     dep = Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal, profile.key, options,
-                     tuple(m.warnings) + tuple(dtype_notes))
+                     tuple(m.warnings) + tuple(dtype_notes) + ((whatif_note(g),) if g.derived_from else ()) +
+                     tuple(n for n in (price_note(g),) if n))
     dep.runtime  # noqa: B018  (validate the engine options now: one-line errors at the edge)
     return dep

@@ -8,12 +8,15 @@ Power of one GPU during a step of length t that performs F FLOPs and moves B byt
 Energy = P·t per GPU; joules per output token = GPUs·Σ P·t / output tokens; tokens per joule is its
 inverse (= tokens/s per watt). Cost from the rental price: $/s = GPUs·price_per_hour/3600, so
 $ per million output tokens = 1e6·($/s)/(output tok/s); input tokens are charged their prefill time.
+``price_per_hour`` is the catalog's cited on-demand figure or the user's (--price); ``GPU.price`` says which
+(hardware/prices.py), and :func:`energy_summary` reports it beside the cost.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .hardware import GPU
+from .hardware.prices import price_tag
 from .roofline import StepCost
 
 
@@ -69,6 +72,9 @@ def energy_summary(gpu: GPU, num_gpus: int, prefill_j: float, decode_j: float, s
         "average_power_w": total_j / seconds if seconds else None,
         "average_power_per_gpu_w": total_j / seconds / num_gpus if seconds else None,
         "usd_per_hour": None if dps is None else dps * 3600,
+        "usd_per_gpu_hour": gpu.price_per_hour,
+        "price_by": None if gpu.price is None else gpu.price.by,  # catalog | --price | --gpu-set | hardware file
+        "price_from": price_tag(gpu).strip(" ()") or None,       # 'Crusoe on-demand, 2026-09-20' / '--price'
         "usd_per_million_output_tokens": per_million(dps, output_tokens / seconds if seconds else 0),
         "usd_per_million_input_tokens": per_million(dps, input_tokens / prefill_s if prefill_s else 0),
     }

@@ -24,13 +24,14 @@ MAX_TOKEN_BUDGET = 1 << 20
 @dataclass(frozen=True)
 class Opt:
     name: str
-    kind: str  # int | float | bool | str | list_int | kv | path | rate
+    kind: str  # int | float | bool | str | list_int | kv | path | rate | price (GPU=USD pairs)
     default: object
     help: str
     flags: tuple[str, ...] = ()  # CLI spellings; default --<name with dashes>
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
+    lt: float | None = None  # strict upper bound (acceptance < 1)
     api_le: float | None = None  # work cap of the JSON API (beyond ``le``)
     choices: tuple[str, ...] | None = None
     cli: bool = True
@@ -56,10 +57,11 @@ class Opt:
             if self.kind == "int" and int(value) != value:
                 raise ValueError(f"{label}={value!r} must be an integer")
             for bound, ok, word in ((self.ge, lambda v, b: v >= b, ">="), (self.gt, lambda v, b: v > b, ">"),
-                                    (self.le, lambda v, b: v <= b, "<=")):
+                                    (self.le, lambda v, b: v <= b, "<="), (self.lt, lambda v, b: v < b, "<")):
                 if bound is not None and not ok(value, bound):
                     kind = "an integer" if self.kind == "int" else "a number"
-                    raise ValueError(f"{label}={value!r} must be {kind} {word} {bound:g}")
+                    shown = f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+                    raise ValueError(f"{label}={value!r} must be {kind} {word} {shown}")
         return value
 
 
@@ -77,6 +79,12 @@ def _default_engine() -> str:
 ENGINE_NAMES = ("vllm", "sglang", "trtllm")  # engines search can emit launch commands for (search/emit.py)
 BACKENDS = ("local", "ray")  # where search evaluates layouts (search/backends.py)
 
+
+#: the user's own $/GPU-hour for catalog GPUs (hardware/prices.py): CLI --price GPU=USD (repeatable), JSON
+#: prices {gpu_id: usd}; replaces the catalog's cited figure in every cost, labelled "(--price)"
+PRICES = _o("prices", "price", None, "your own USD per GPU-hour for catalog GPUs (CLI: GPU=USD, repeatable, e.g. "
+            "h100_sxm=2.49; JSON: {gpu_id: usd}); replaces the catalog's cited on-demand price, labelled (--price)",
+            flags=("--price",))
 
 DEPLOYMENT: tuple[Opt, ...] = (
     _o("model", "str", "llama-3.1-8b", "catalog alias, HF id, config.json path or folder", argument=True),
@@ -106,6 +114,9 @@ DEPLOYMENT: tuple[Opt, ...] = (
     _o("assume_family", "str", None, "read a config of an unsupported model_type as this supported family"),
     _o("gpu_overrides", "kv", None, "override a GPU field, KEY=VALUE (SI units)", flags=("--gpu-set",)),
     _o("gpu_file", "path", None, "extra hardware YAML file(s)", api=False),
+    PRICES,
+    _o("gpu_scale", "kv", None, "what-if GPU: scale its figures, NAME=FACTOR[,NAME=FACTOR]: hbm_bw, flops, hbm_gb, "
+       "link_bw, scaleup_bw, scaleout_bw, pcie_bw (e.g. hbm_bw=2,flops=1.5)", flags=("--gpu-scale",)),
     _o("calibration", "str", None, "calibration YAML, 'default' (packaged fit) or 'none' (catalog priors)"),
 )
 
@@ -125,16 +136,61 @@ ENGINE: tuple[Opt, ...] = (
        "current (as it grows, preempt when full) (default: the engine's)", choices=("max", "current")),
     _o("preemption", "str", None, "when blocks run out: recompute or swap (default: the engine's)",
        choices=("recompute", "swap")),
+    # engine features (docs/features/: speculative.md, prefix-caching.md, kv-offload.md)
+    _o("speculative", "str", None, "speculative decoding: draft:MODEL (a draft model), eagle (an EAGLE head), "
+       "mtp (the model's multi-token-prediction layers) or ngram (prompt lookup)"),
+    _o("spec_tokens", "int", None, "speculative decoding: tokens drafted per step, k (default for mtp: the model's "
+       "num_nextn_predict_layers)", ge=1, le=32),
+    _o("acceptance", "float", None, "speculative decoding: probability a drafted token is accepted, in [0, 1) "
+       "(default for mtp: 0.85, DeepSeek-V3 report; data/features.yaml)", ge=0, lt=1),
+    _o("prefix_hit_rate", "float", None, "prefix caching: share of each prompt's tokens found in the cache (0-1)",
+       ge=0, le=1),
+    _o("shared_prefix_len", "int", None, "prefix caching: tokens of a system prompt every request shares "
+       "(instead of --prefix-hit-rate)", ge=0, api_le=MAX_TOKENS),
+    _o("kv_offload", "str", None, "KV offload tier: none, or host (CPU memory over PCIe / NVLink-C2C; "
+       "data/hardware.yaml)", choices=("none", "host")),
+    _o("kv_offload_gb", "float", None, "host KV pool per GPU, GB (default: 2x the GPU's KV cache, SGLang's "
+       "hicache_ratio, capped by the host memory per GPU)", gt=0, api_le=1e6),
 )
+
+LONG_CONTEXT = _o("allow_long_context", "bool", False, "accept input_len + output_len beyond the model's "
+                  "max_position_embeddings (a printed warning instead of an error; contextlen.py)")
 
 STATIC: tuple[Opt, ...] = (
     _o("batch", "int", 8, "sequences in the static batch", ge=1, api_le=MAX_BATCH),
     _o("input_len", "int", 1024, "prompt tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--input",)),
     _o("output_len", "int", 256, "generated tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--output",)),
+    LONG_CONTEXT,
+)
+
+
+#: the scenario of `estimate` (and of compare.py workloads)
+ESTIMATE: tuple[Opt, ...] = (
+    _o("scenario", "str", "static", "static (one batch), max-throughput (offline, in-flight batching) or serving "
+       "(online steady state at --rate or --concurrency)", choices=("static", "max-throughput", "serving")),
+    _o("requests", "int", 10_000, "requests issued (max-throughput)", ge=1, api_le=1_000_000),
+    _o("rate", "float", None, "serving: Poisson arrivals, requests/s (open loop)", gt=0, le=1e9),
+    _o("concurrency", "int", None, "serving: N closed-loop clients (each sends its next request when the previous "
+       "completes)", ge=1, le=1_000_000),
+    _o("think_time", "float", 0.0, "serving, closed loop: seconds between a response and the next request", ge=0,
+       le=3600),
 )
 
 
 MAX_SIM_REQUESTS = 20_000  # the JSON API's cap; the CLI takes up to SIM_REQUESTS_CLI_CAP (issue: bad input)
+# the CLI's default cap (simulate --max-requests raises it): memory and time grow linearly with the requests,
+# about 26 KB and 1.6 ms per request at --rate 1 (100,000: 2.6 GB peak, 156 s on a 2-core dev machine)
+SIM_REQUESTS_CLI_CAP = 100_000
+
+INPUT_DIST = _o("input_dist", "str", None, "prompt length distribution: fixed, uniform:LO:HI, normal:MEAN:STD, "
+                "exponential[:MEAN]")
+OUTPUT_DIST = _o("output_dist", "str", None, "output length distribution (as --input-dist)")
+TRACE = _o("trace", "path1", None, "CSV or JSONL trace: arrival_s (or timestamp), input_len, output_len", api=False)
+DATASET = _o("dataset", "str", None, "a bundled request-length profile (data/datasets.yaml): sharegpt, "
+             "mlperf_llama2_70b_openorca, mlperf_llama3.1_405b, cnn_dailymail; its published means replace "
+             "--input/--output where it has them")
+#: request lengths beyond fixed --input/--output (workloads/lengths.workload_mix)
+LENGTHS: tuple[Opt, ...] = (INPUT_DIST, OUTPUT_DIST, TRACE, DATASET)
 
 SERVING: tuple[Opt, ...] = (
     _o("rate", "rate", 1.0, "Poisson arrival rate, requests/s ('inf': all at t=0)"),
@@ -145,10 +201,11 @@ SERVING: tuple[Opt, ...] = (
     _o("requests", "int", 1000, "requests to simulate", ge=1, api_le=MAX_SIM_REQUESTS),
     _o("input_len", "int", 1024, "prompt tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--input",)),
     _o("output_len", "int", 256, "generated tokens per request", ge=1, api_le=131_072, flags=("--output",)),
-    _o("input_dist", "str", None, "prompt length distribution: fixed, uniform:LO:HI, normal:MEAN:STD, "
-       "exponential[:MEAN]"),
-    _o("output_dist", "str", None, "output length distribution (as --input-dist)"),
-    _o("trace", "path1", None, "CSV or JSONL trace: arrival_s (or timestamp), input_len, output_len", api=False),
+    INPUT_DIST,
+    OUTPUT_DIST,
+    LONG_CONTEXT,
+    TRACE,
+    DATASET,
     _o("seed", "int", 0, "random seed", ge=0, le=2**32 - 1),
     _o("replicas", "int", None, "aggregated replicas (default: the deployment's data-parallel copies)", ge=1,
        api_le=64),
@@ -178,11 +235,15 @@ SEARCH: tuple[Opt, ...] = (
     _o("target_rate", "float", None, "requests/s the fleet must serve", gt=0, api_le=1e9),
     _o("input_len", "int", 1024, "prompt tokens per request", ge=1, api_le=MAX_TOKENS, flags=("--input",)),
     _o("output_len", "int", 256, "generated tokens per request", ge=2, api_le=MAX_TOKENS, flags=("--output",)),
+    LONG_CONTEXT,
     _o("disaggregated", "bool", False, "separate prefill and decode pools"),
     _o("both_modes", "bool", False, "sweep aggregated and disaggregated serving, ranked together"),
     _o("dtypes", "list_str", None, "dtype combinations: bf16,fp8,int4,fp4"),
     _o("all_layouts", "bool", False, "also PP inside NVLink islands, partial EP"),
     _o("top", "int", 10, "rows of the ranked table", ge=1, api_le=100),
+    PRICES,
+    _o("gpu_scale", "kv", None, "also search a what-if copy of every GPU, NAME=FACTOR[,...]: hbm_bw, flops, hbm_gb, "
+       "link_bw, scaleup_bw, scaleout_bw, pcie_bw", flags=("--gpu-scale",)),
     _o("calibration", "str", None, "calibration YAML, 'default' (packaged fit) or 'none' (catalog priors)"),
 )
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..options import PRICES
 from . import app
 from .common import GpuFile, Json, console, labelled, print_json, run
+from .params import annotation, parse
 
 
 @app.command()
@@ -27,11 +29,14 @@ def models(json: Json = False) -> None:
 
 
 @app.command()
-def gpus(json: Json = False, gpu_file: GpuFile = None) -> None:
-    """List the GPU catalog (dense peaks, HBM in GB = 1e9 bytes, links, power, price)."""
+def gpus(json: Json = False, gpu_file: GpuFile = None, prices: annotation(PRICES) = None) -> None:
+    """List the GPU catalog (dense peaks, HBM in GB = 1e9 bytes, links, power) and each GPU's price: the cited
+    on-demand $/GPU-hour with its provider and date, the user's (--price), or why there is none."""
     def body():
-        from ..hardware import gpu_table, load_catalog, skipped_gpus
-        rows = gpu_table(load_catalog(gpu_file))
+        from ..hardware import apply_prices, check_prices, gpu_table, load_catalog, skipped_gpus
+        catalog = load_catalog(gpu_file)
+        priced = apply_prices(catalog.values(), check_prices(parse(PRICES, prices), catalog))
+        rows = gpu_table({g.id: g for g in priced})
         skipped = skipped_gpus(gpu_file)
         if json:
             return print_json({"gpus": rows, "skipped": skipped})
@@ -48,6 +53,25 @@ def gpus(json: Json = False, gpu_file: GpuFile = None) -> None:
                      for _, key in cols]
             t.add_row(*cells)
         console.print(t)
+        _price_table(rows)
         for gid, why in skipped.items():
             console.print(labelled(f"skipped {gid}:", "yellow", why), highlight=False)
     run(body)
+
+
+def _price_table(rows: list[dict]) -> None:
+    """Each GPU's $/GPU-hour and where it comes from (data/prices.yaml, hardware/prices.py)."""
+    t = Table(title="Prices: lowest on-demand list $/GPU-hour among the providers of the rule in data/prices.yaml "
+                    "(docs/hardware.md); (--price) = yours")
+    for c in ("id", "$/GPU-h", "from", "as of", "source, or why no price"):
+        t.add_column(c, justify="right" if c == "$/GPU-h" else "left", overflow="fold")
+    for r in rows:
+        usd, by = r["price_usd_h"], r["price_by"]
+        if usd is None:
+            t.add_row(r["id"], "-", by if by not in (None, "catalog") else "", "", r["price_note"] or "no price given")
+        elif by == "catalog":
+            t.add_row(r["id"], f"{usd:g}", f"{r['price_provider']}, {r['price_instance']} ({r['price_kind']})",
+                      r["price_as_of"], r["price_source"])
+        else:
+            t.add_row(r["id"], f"{usd:g}", f"({by})", r["price_as_of"] or "", r["price_note"] or r["price_source"] or "")
+    console.print(t)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Callable
@@ -54,10 +56,17 @@ def parse_sets(items: list[str] | None, field: str) -> dict[str, Any]:
         if "=" not in item:
             raise ValueError(f"{field}={item!r} must look like KEY=VALUE")
         key, value = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ValueError(f"{field}={item!r} has no KEY; allowed: KEY=VALUE")
         try:
-            out[key.strip()] = json.loads(value)
+            parsed = json.loads(value)
         except json.JSONDecodeError:
-            out[key.strip()] = value
+            parsed = value
+        if (isinstance(parsed, float) and not math.isfinite(parsed)) or \
+                value.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
+            raise ValueError(f"{field} {key}={value!r} is not a finite number; allowed: a finite number")
+        out[key] = parsed
     return out
 
 
@@ -69,17 +78,54 @@ def labelled(label: str, style: str, text: str):
 
 
 def warn(text: str, to=None) -> None:
-    (to or console).print(labelled("warning:", "yellow", text), highlight=False)
+    (to or console).print(labelled("warning:", "yellow", text), highlight=False, soft_wrap=True)
+
+
+def error_line(e: BaseException) -> str:
+    """The one-line message of an input error: its text, or for an operating-system error (a file that
+    cannot be read or written) the file and the system's reason, never a bare errno."""
+    if isinstance(e, OSError) and e.strerror:
+        where = f"file={str(e.filename)!r}: " if e.filename is not None else ""
+        msg = f"{where}{e.strerror}"
+    else:
+        msg = str(e.args[0]) if e.args else type(e).__name__
+    return " ".join(msg.split())
+
+
+def fail(msg: str) -> None:
+    """Print one ``error:`` line on stderr and exit with code 2."""
+    err_console.print(labelled("error:", "red", " ".join(str(msg).split())), highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def run(fn: Callable[[], None]) -> None:
-    """Run a command body: a ValueError becomes one line on stderr and exit code 2 (no traceback)."""
+    """Run a command body: a ValueError (or a file that cannot be read or written) becomes one line on
+    stderr and exit code 2 (no traceback)."""
     try:
         fn()
-    except (ValueError, KeyError, FileNotFoundError) as e:
-        msg = e.args[0] if e.args else str(e)
-        err_console.print(labelled("error:", "red", " ".join(str(msg).split())), highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+    except (ValueError, KeyError, OSError) as e:
+        fail(error_line(e))
+
+
+def writable_file(path: Path | None, field: str, suffix: str | None = None) -> Path | None:
+    """Check an output file before the work that fills it: the suffix, an existing folder to write
+    into, not a folder itself; ValueError naming ``field`` otherwise."""
+    if path is None:
+        return None
+    path = Path(path)
+    shown = f"{field}={str(path)!r}"
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise ValueError(f"{shown} must end in {suffix}")
+    if path.is_dir():
+        raise ValueError(f"{shown} is a folder; allowed: a file path in an existing folder")
+    parent = path.expanduser().parent
+    if not parent.is_dir():
+        raise ValueError(f"{shown}: folder {str(parent)!r} does not exist; allowed: a file in an existing folder")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{shown}: folder {str(parent)!r} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{shown} exists and is not writable")
+    return path
 
 
 def to_jsonable(obj: Any) -> Any:

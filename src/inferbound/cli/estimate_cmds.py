@@ -7,14 +7,12 @@ library, as the API's do.
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
-from ..options import STATIC, Opt
+from ..options import ESTIMATE as SCENARIO, LENGTHS, STATIC, Opt
 from .common import console, gb, labelled, ms, print_json, warn
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
-SCENARIO = (Opt("scenario", "str", "static", "static (one batch) or max-throughput (offline, in-flight batching)",
-                choices=("static", "max-throughput")),
-            Opt("requests", "int", 10_000, "requests issued (max-throughput)", ge=1))
 JSON = (Opt("json", "bool", False, "print JSON instead of tables"),
         Opt("strict", "bool", False, "exit with code 3 when the deployment does not fit (after printing)"))
 
@@ -34,15 +32,29 @@ def strict_exit(o: dict, fits: bool) -> None:
 
 @command("estimate", "Static batch (default) or max-throughput operating point: TTFT, TPOT, latency, throughput, "
                      "energy, cost, memory and what binds each phase. Engine: --engine (default vLLM, engines.yaml).",
-         DEPLOYMENT_AND_ENGINE, STATIC, SCENARIO, JSON)
+         DEPLOYMENT_AND_ENGINE, STATIC, SCENARIO, LENGTHS, JSON)
 def estimate(o: dict) -> None:
     from .. import report
     from ..estimate import estimate as run_estimate
     from ..workloads import max_throughput
     dep = deployment_from(o)
+    lengths = _lengths(o)
+    if o["scenario"] == "serving":
+        return _serving(o, dep, lengths)
+    if o["rate"] is not None or o["concurrency"] is not None:
+        raise ValueError(f"--rate/--concurrency apply to --scenario serving, not --scenario {o['scenario']}")
     if o["scenario"] == "max-throughput":
-        r = max_throughput(dep, input_len=o["input_len"], output_len=o["output_len"], num_requests=o["requests"])
-        return print_json({**r.to_dict(), "engine": report.engine(dep)}) if o["json"] else show_max_throughput(r)
+        r = max_throughput(dep, input_len=o["input_len"], output_len=o["output_len"], num_requests=o["requests"],
+                           lengths=lengths)
+        if o["json"]:
+            return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings})
+        show_max_throughput(r, dep.gpu)
+        for w in dep.warnings:
+            warn(w)
+        return
+    if lengths is not None:
+        raise ValueError("--input-dist/--output-dist/--trace/--dataset apply to --scenario max-throughput and serving; "
+                         "a static batch has one prompt and one output length (--input, --output)")
     est = run_estimate(dep, batch=o["batch"], input_len=o["input_len"], output_len=o["output_len"])
     if o["json"]:
         print_json({**est.to_dict(), "engine": report.engine(dep)})
@@ -51,31 +63,87 @@ def estimate(o: dict) -> None:
     strict_exit(o, est.fits)
 
 
-def show_max_throughput(r) -> None:
+def _lengths(o: dict):
+    """The length mix the options describe, or None for fixed --input/--output."""
+    from ..workloads.lengths import from_options
+    return from_options(o)
+
+
+def _serving(o: dict, dep, lengths) -> None:
+    from .. import report
+    from ..workloads.serving import serving
+    if (o["rate"] is None) == (o["concurrency"] is None):
+        raise ValueError("--scenario serving needs exactly one of --rate (requests/s) or --concurrency (clients)")
+    r = serving(dep, rate=o["rate"], concurrency=o["concurrency"], think_time=o["think_time"],
+                input_len=o["input_len"], output_len=o["output_len"], lengths=lengths)
+    if o["json"]:
+        return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings})
+    show_serving(r, dep.gpu)
+
+
+def _tag(gpu) -> str:
+    """' (--price)' / ' (Crusoe on-demand, 2026-09-20)': where a cost's $/GPU-hour comes from (hardware/prices.py)."""
+    from ..hardware.prices import price_tag
+    return "" if gpu is None else price_tag(gpu)
+
+
+def show_serving(r, gpu=None) -> None:
+    load = (f"{r.concurrency:,} clients" + (f", think {r.think_time_s:g} s" if r.think_time_s else "")
+            if r.mode == "concurrency" else f"{r.request_rate:g} req/s (Poisson)")
+    console.print(f"engine: {r.engine_settings}", highlight=False)
+    t = Table(title=Text(f"Serving: {r.model} on {r.num_gpus}x {r.gpu}, {load}, {r.lengths}"))
+    for c in ("metric", "mean", "p50", "p90", "p99"):
+        t.add_column(c, justify="left" if c == "metric" else "right")
+    for name, stats in (("TTFT", r.ttft_s), ("end-to-end", r.e2e_s)):
+        t.add_row(name, *(ms(stats[k]) for k in ("mean", "p50", "p90", "p99")))
+    t.add_row("ITL = TPOT (after the first token)", ms(r.itl_s), "", "", "")
+    console.print(t)
+    f = Table(title="Throughput, load, energy, cost")
+    f.add_column("metric")
+    f.add_column("value", justify="right")
+    for k, v in (("requests/s", f"{r.requests_per_s:,.2f}"), ("output tok/s (total)", f"{r.output_tok_s:,.0f}"),
+                 ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}"), ("tok/s per user", f"{r.tok_s_per_user:,.1f}"),
+                 ("requests in service / queued (per replica)", f"{r.in_service:,.1f} / {r.queued:,.1f}"),
+                 ("decode batch while busy", f"{r.decode_batch:,.1f}"), ("engine busy", f"{r.busy_share:.0%}"),
+                 ("Little's law: req/s x (E2E + think) / in system", f"{r.littles_law:.4f}"),
+                 ("limited by", r.limited_by), ("decode step bound", r.bound),
+                 ("KV capacity per GPU", gb(r.kv_capacity_bytes_per_gpu)),
+                 ("power per GPU", f"{r.power_per_gpu_w:,.0f} W"), ("J per output token", f"{r.joules_per_output_token:.4f}"),
+                 ("$ per M output tokens", "n/a (no price)" if r.usd_per_million_output_tokens is None
+                  else f"${r.usd_per_million_output_tokens:,.3f}" + _tag(gpu))):
+        f.add_row(k, v)
+    console.print(f)
+    console.print(f"percentiles: {r.percentiles}", highlight=False)
+    for n in r.notes:
+        warn(n)
+
+
+def show_max_throughput(r, gpu=None) -> None:
     band = f" (±{r.error_band:.0%})" if r.error_band is not None else ""
     console.print(f"engine: {r.engine_settings}", highlight=False)
-    t = Table(title=f"Max throughput: {r.model} on {r.num_gpus}x {r.gpu}, {r.input_len} in / {r.output_len} out")
+    t = Table(title=Text(f"Max throughput: {r.model} on {r.num_gpus}x {r.gpu}, {r.lengths}"))
     t.add_column("metric")
     t.add_column("value", justify="right")
     for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,}"),
                  ("limited by", r.limited_by), ("step time", ms(r.step_time_s)),
                  ("output tok/s (total)", f"{r.output_tok_s:,.0f}" + band),
                  ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}" + band),
+                 (f"output tok/s over a run of {r.num_requests:,} requests (fill, drain)", f"{r.run_output_tok_s:,.0f}"),
                  ("tok/s per user", f"{r.tok_s_per_user:,.1f}"), ("requests/s", f"{r.requests_per_s:,.2f}"),
                  ("KV capacity per GPU", gb(r.kv_capacity_bytes_per_gpu)),
                  ("power per GPU", f"{r.power_per_gpu_w:,.0f} W"), ("J per output token", f"{r.joules_per_output_token:.4f}"),
                  ("output tokens per J", f"{r.output_tokens_per_joule:,.2f}"),
                  ("$ per M output tokens", "n/a (no price)" if r.usd_per_million_output_tokens is None
-                  else f"${r.usd_per_million_output_tokens:,.3f}")):
+                  else f"${r.usd_per_million_output_tokens:,.3f}" + _tag(gpu))):
         t.add_row(k, v)
     console.print(t)
 
 
 def show_estimate(e) -> None:
     lead_with_fit(e.fits, e.memory.reason)
-    t = Table(title=f"{e.model} on {e.num_gpus}x {e.gpu} (TP{e.parallelism.tp}), "
+    t = Table(title=Text(f"{e.model} on {e.num_gpus}x {e.gpu} (TP{e.parallelism.tp}), "
                     f"batch {e.batch}, {e.input_len} in / {e.output_len} out, "
-                    f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}")
+                    f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}"))
     console.print(f"engine: {e.deployment.runtime.describe()}", highlight=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
@@ -90,7 +158,8 @@ def show_estimate(e) -> None:
             ("tok/s per user", f"{e.tok_s_per_user:,.1f}" + band("tpot")), ("prefill tok/s", f"{e.prefill_tok_s:,.0f}"),
             ("energy per output token", f"{en['joules_per_output_token']:.4f} J ({en['output_tokens_per_joule']:.2f} tok/J)"),
             ("average power", f"{en['average_power_w']:,.0f} W for {e.num_gpus} GPU(s)"),
-            ("$ per M output tokens", "n/a (no price in catalog)" if usd is None else f"${usd:,.3f}"),
+            ("$ per M output tokens", "n/a (no price in catalog)" if usd is None else
+             f"${usd:,.3f}{_tag(e.deployment.gpu)}"),
             ("memory per GPU", f"{gb(e.memory.total)} of {gb(e.memory.capacity)}, KV {gb(e.memory.kv_cache)} of "
                                f"the engine's {gb(e.memory.kv_capacity)} ({'fits' if e.memory.fits else 'DOES NOT FIT'})"),
             ("  weights / KV / activations / reserve",
@@ -127,14 +196,14 @@ def roofline(o: dict) -> None:
     batch, input = o["batch"], o["input_len"]
     out = report.roofline(dep, batch, input, o["output_len"])
     if o["json"]:
-        return print_json(out)
+        return print_json({**out, "warnings": out.get("warnings", dep.warnings)})
     ctx, ridge = out["decode_context"], out["ridge_flop_per_byte"]
     for name, rows in out["phases"].items():
         if name == "prefill":
             console.print(f"engine: {out['engine']['settings']}", highlight=False)
-        t = Table(title=f"{name} on {dep.label()} (batch {batch}"
+        t = Table(title=Text(f"{name} on {dep.label()} (batch {batch}"
                         f"{', context %d' % ctx if name == 'decode' else ', %d tokens each' % input}); "
-                        f"ridge {ridge:,.0f} FLOP/B at {dep.compute_dtype}")
+                        f"ridge {ridge:,.0f} FLOP/B at {dep.compute_dtype}"))
         for c in ("operator", "group", "x", "GFLOP", "weights MB", "KV MB", "act/msg MB", "FLOP/B", "time",
                   "share", "bound", "how"):
             t.add_column(c, justify="left" if c in ("operator", "group", "bound", "how") else "right")
@@ -146,6 +215,8 @@ def roofline(o: dict) -> None:
                       f"{r['intensity']:,.1f}", ms(r["time_s"]), f"{r['time_s'] / total:.0%}", r["bound"],
                       r.get("algorithm", ""))
         console.print(t)
+    for w in dep.warnings:
+        warn(w)
 
 
 @command("memory", "Memory per GPU (weights, KV, activations, reserve), fit under the engine's KV allocation, "
@@ -160,7 +231,7 @@ def memory(o: dict) -> None:
     lead_with_fit(out["fits"], out["reason"])
     batch, ctx = out["batch"], out["context"]
     console.print(f"engine: {out['engine']['settings']}", highlight=False)
-    t = Table(title=f"Memory per GPU: {dep.model.name} on {dep.label()}, batch {batch} x {ctx} tokens")
+    t = Table(title=Text(f"Memory per GPU: {dep.model.name} on {dep.label()}, batch {batch} x {ctx} tokens"))
     t.add_column("part")
     t.add_column("GB (1e9 B)", justify="right")
     t.add_column("GiB (2^30 B)", justify="right")

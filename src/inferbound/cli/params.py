@@ -18,9 +18,10 @@ from . import app
 from .common import parse_sets, run
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list_int": str, "kv": list[str], "path": list[Path],
-          "path1": Path, "rate": str, "list_str": str}
+          "path1": Path, "rate": str, "list_str": str, "price": list[str]}
 _METAVARS = {"int": "INTEGER", "float": "FLOAT", "str": "TEXT", "list_int": "N,N,...", "kv": "KEY=VALUE", "path": "FILE",
-             "path1": "FILE", "rate": "REQ/S", "list_str": "A,B,..."}
+             "path1": "FILE", "rate": "REQ/S", "list_str": "A,B,...",
+             "price": "GPU=USD"}
 
 
 def annotation(o: Opt):
@@ -47,6 +48,9 @@ def parse(o: Opt, value):
         return value
     if o.kind == "kv":
         return parse_sets(value, o.cli_flags[0])
+    if o.kind == "price":
+        from ..hardware.prices import parse_price_items  # GPU=USD pairs; ids are checked where the GPU resolves
+        return parse_price_items(value, o.cli_flags[0])
     if o.kind == "list_str":
         items = [x.strip() for x in str(value).split(",") if x.strip()]
         if not items:
@@ -99,9 +103,25 @@ def deployment_kwargs(v: dict) -> dict:
 
 
 def deployment_from(v: dict):
-    """The deployment of parsed option values (DEPLOYMENT + ENGINE groups)."""
+    """The deployment of parsed option values (DEPLOYMENT + ENGINE groups), its request lengths checked
+    against the model's context (contextlen.py: refused, or a warning in its notes with
+    --allow-long-context)."""
     from ..deployment import make_deployment
-    return make_deployment(**deployment_kwargs(v))
+    return context_checked(make_deployment(**deployment_kwargs(v)), v)
+
+
+def context_checked(dep, v: dict):
+    """``dep`` when ``input_len + output_len`` of the values fits the model's context; with the warning
+    added to its notes when it does not and ``allow_long_context``; else a one-line ValueError. Lengths
+    from a trace, a dataset profile or a distribution vary, and are not checked here."""
+    if "input_len" not in v or v.get("trace") is not None or v.get("dataset") is not None or \
+            any(v.get(k) not in (None, "fixed") for k in ("input_dist", "output_dist")):
+        return dep
+    from dataclasses import replace
+
+    from ..contextlen import context_note
+    note = context_note(dep.model, v.get("input_len"), v.get("output_len"), bool(v.get("allow_long_context")))
+    return dep if note is None else replace(dep, notes=(*dep.notes, note))
 
 
 DEPLOYMENT_AND_ENGINE = DEPLOYMENT + ENGINE

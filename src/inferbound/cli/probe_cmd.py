@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..probe import TORCH_MISSING, torch_available
 from . import app
@@ -33,6 +34,15 @@ def probe(model: ProbeModel = "smollm2-135m", set: Set = None, quick: Quick = Fa
 
     def body() -> None:
         from ..probe import probe as run_probe
+        # arguments checked before any measurement (the probe's own checks of dtype, threads and the
+        # model also come before its first benchmark)
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads={threads} must be an integer >= 1 (CPU threads)")
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"out={str(out)!r} is a file; allowed: a folder (created if missing)")
+        for parent in out.expanduser().parents:
+            if parent.exists() and not parent.is_dir():
+                raise ValueError(f"out={str(out)!r}: {str(parent)!r} is a file, not a folder")
         result = run_probe(model=model, quick=quick, out_dir=out, overrides=parse_sets(set, "--set"),
                            dtype=dtype, threads=threads)
         if json:
@@ -46,7 +56,7 @@ def show(r) -> None:
     d = r.device
     console.print(f"{d['name']} ({d['kind']}, {d['threads']} threads, PyTorch {d['torch_version']}); "
                   f"model {r.model['name']} ({r.model['layers']} layers, {r.model['params'] / 1e6:,.1f} M params) "
-                  f"in {r.model['dtype']}; {r.elapsed_s:.1f} s", highlight=False)
+                  f"in {r.model['dtype']}; {r.elapsed_s:.1f} s", highlight=False, markup=False)
     t = Table(title="Microbenchmarks (best of runs)")
     for c in ("what", "dtype", "shape / size", "seconds", "rate"):
         t.add_column(c, justify="left" if c in ("what", "dtype", "shape / size") else "right")
@@ -62,7 +72,7 @@ def show(r) -> None:
     t.add_row("overhead per step", r.model["dtype"], "tiny decoder", f"{o['step_overhead_s']:.3g}", "")
     console.print(t)
 
-    t = Table(title=f"Measured vs predicted ({r.files['rows']}); error = (predicted - measured) / measured")
+    t = Table(title=Text(f"Measured vs predicted ({r.files['rows']}); error = (predicted - measured) / measured"))
     for c in ("case", "batch", "input", "output", "metric", "measured", "predicted", "error"):
         t.add_column(c, justify="left" if c in ("case", "metric") else "right")
     for x in r.rows:
@@ -104,6 +114,7 @@ def show(r) -> None:
                   f"{x['measured_slope_s_per_token']:.3g}", f"{x['kv_read_slope_s_per_token']:.3g}",
                   f"{x['predictor_slope_s_per_token']:.3g}", f"{x['ratio_measured_to_kv_read']:.2f}")
     console.print(t)
-    console.print(f"files: {r.files['hardware']}, {r.files['rows']}, {r.files['no_cache_rows']}", highlight=False)
+    console.print(f"files: {r.files['hardware']}, {r.files['rows']}, {r.files['no_cache_rows']}", highlight=False,
+                  markup=False)
     for w in r.warnings:
         warn(w)

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import numpy as np
 from rich.table import Table
+from rich.text import Text
 
-from ..options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, SEARCH, Opt, engine_options
-from .common import console, labelled, print_json
+from ..options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, LENGTHS, SEARCH, Opt, engine_options
+from .common import console, labelled, print_json, warn, writable_file
 from .params import command
 
 OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttft_ms"),
@@ -24,6 +25,11 @@ OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttf
           Opt("json", "bool", False, "print JSON instead of tables"))
 
 
+def _lengths(o: dict):
+    from ..workloads.lengths import from_options  # late: the CLI imports the library lazily
+    return from_options(o)
+
+
 def _pair(text: str | None) -> tuple[str, str] | None:
     from ..search import SENSE
     if text is None:
@@ -37,14 +43,16 @@ def _pair(text: str | None) -> tuple[str, str] | None:
 @command("search", "Search GPU types, GPU counts, TP/PP/EP layouts, dtypes, concurrency and prefill/decode "
                    "disaggregation for the best deployment under SLOs and budgets, under one serving engine "
                    "(--engine, default the engines.yaml default): ranked table, why the winner wins, Pareto frontiers.",
-         SEARCH, ENGINE, OUTPUT)
+         SEARCH, LENGTHS, ENGINE, OUTPUT)
 def search(o: dict) -> None:
     from ..search import emit_command, search as run_search
     pair = _pair(o["pareto"])
     for field, path, suffix in (("--plot", o["plot"], ".png"), ("--html", o["html"], ".html"), ("--csv", o["csv"], ".csv")):
-        if path is not None and path.suffix.lower() != suffix:
-            raise ValueError(f"{field}={str(path)!r} must end in {suffix}")
+        writable_file(path, field, suffix)  # suffix and folder checked before the sweep
     engine, emit = o["engine"], o["emit"]
+    if engine is not None:
+        from ..runtime import profile_of
+        profile_of(engine)  # an unknown engine or version: one line now, not after the sweep
     if emit is not None and engine is not None and engine.split("@")[0] != emit:
         raise ValueError(f"--emit={emit!r} differs from --engine={engine!r}: the launch command must be the engine "
                          f"the search modelled; allowed: the same engine, or --emit alone")
@@ -55,8 +63,14 @@ def search(o: dict) -> None:
                   output_len=o["output_len"], disaggregated="both" if o["both_modes"] else o["disaggregated"],
                   backend=o["backend"], ray_address=o["ray_address"], calibration=o["calibration"],
                   dtypes=o["dtypes"], all_layouts=o["all_layouts"], top=o["top"], engine=engine or emit,
-                  engine_options=engine_options(o), gpu_overrides=o["gpu_set"], gpu_files=o["gpu_file"])
-    model = o["model"]
+                  engine_options=engine_options(o), gpu_overrides=o["gpu_set"], gpu_files=o["gpu_file"],
+                  prices=o["prices"],
+                  lengths=_lengths(o), gpu_scale=o["gpu_scale"])
+    from ..contextlen import context_note
+    from ..model import load_model
+    model = load_model(o["model"])  # input_len + output_len checked against its context before the sweep
+    long_context = None if kwargs["lengths"] is not None else \
+        context_note(model, o["input_len"], o["output_len"], o["allow_long_context"])  # a mix: its lengths vary
     res = run_search(model, **kwargs) if o["json"] else _with_progress(model, kwargs)
     pairs = [res.default_frontier] + ([pair] if pair and pair != tuple(res.default_frontier) else [])
     emit_rank = o["emit_rank"]
@@ -69,8 +83,12 @@ def search(o: dict) -> None:
         out["files"] = [str(p) for p in written]
         if launch is not None:
             out["launch_command"] = {"engine": emit, "rank": emit_rank, "text": launch}
+        if long_context:
+            out["warnings"] = [*out.get("warnings", []), long_context]
         return print_json(out)
     show(res, pairs)
+    if long_context:
+        warn(long_context)
     for p in written:
         console.print(f"wrote {p}", highlight=False)
     if launch is not None:
@@ -116,8 +134,8 @@ def show(res, pairs) -> None:
     w = res.workload
     slo = ", ".join(c.label for c in res.constraints) or "none"
     console.print(f"engine: {res.engine}", highlight=False)
-    t = Table(title=f"{res.model}: best deployments for {res.objective} ({w.input_len} in / {w.output_len} out, "
-                    f"{' + '.join(res.modes)}; constraints: {slo})")
+    t = Table(title=Text(f"{res.model}: best deployments for {res.objective} ({w.input_len} in / {w.output_len} out, "
+                    f"{' + '.join(res.modes)}; constraints: {slo})"))
     heads = dict((k, h) for h, k in COLUMNS) | {"gpus_for_rate": "GPUs for rate"}
     for c in ("#", "configuration", "conc.", heads[res.objective], *(h for h, k in COLUMNS if k != res.objective),
               "stops at", "bound"):
@@ -130,7 +148,7 @@ def show(res, pairs) -> None:
     console.print(labelled("Why:", "bold", res.winner_reason), highlight=False)
     for x, y in pairs:
         front = res.frontier(x, y)
-        ft = Table(title=f"Pareto frontier: {y} vs {x} ({len(front):,} points; a sample shown)")
+        ft = Table(title=Text(f"Pareto frontier: {y} vs {x} ({len(front):,} points; a sample shown)"))
         for c in ("configuration", "conc.", x, y):
             ft.add_column(c, justify="left" if c == "configuration" else "right")
         for i in np.unique(np.linspace(0, len(front) - 1, min(len(front), 8)).round().astype(int)):

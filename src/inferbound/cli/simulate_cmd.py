@@ -2,14 +2,25 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
-from ..options import SERVING, Opt
-from .common import console, print_json
+from ..options import SERVING, SIM_REQUESTS_CLI_CAP, Opt
+from .common import console, print_json, warn, writable_file
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
 PROGRESS_ABOVE = 2000  # requests; shorter runs finish in about a second, a bar would only flicker
 EXTRA = (Opt("plot", "path1", None, "write queue/KV/TTFT plots to FILE.png"),
+         Opt("max_requests", "int", SIM_REQUESTS_CLI_CAP, "largest --requests this run may simulate; memory and "
+             "time grow linearly with the requests (options.py: about 2.6 GB and 2.5 min per 100,000 at --rate 1)",
+             ge=1),
          Opt("json", "bool", False, "print JSON instead of tables"))
+
+
+def check_requests(requests: int, cap: int) -> None:
+    """The CLI's cap on simulated requests (the API's is options.MAX_SIM_REQUESTS), raised by --max-requests."""
+    if requests > cap:
+        raise ValueError(f"requests={requests} exceeds the cap of {cap:,} simulated requests (memory and time grow "
+                         f"with each one); allowed: 1..{cap:,}, or raise the cap with --max-requests {requests}")
 
 
 @command("simulate", "Serving simulation: arrivals at a rate, a trace, or closed-loop clients (--concurrency); "
@@ -17,23 +28,32 @@ EXTRA = (Opt("plot", "path1", None, "write queue/KV/TTFT plots to FILE.png"),
                      "percentiles, throughput, goodput, energy and cost.", DEPLOYMENT_AND_ENGINE, SERVING, EXTRA)
 def simulate(o: dict) -> None:
     from ..sim import simulate as run_simulation
+    check_requests(o["requests"], o["max_requests"])
+    plot = writable_file(o["plot"], "--plot", ".png")  # checked before the run, not after it
+    if o["trace"] is not None and not o["trace"].is_file():
+        raise ValueError(f"trace={str(o['trace'])!r} is not a file; allowed: a CSV or JSONL trace file")
     dep = deployment_from(o)
-    plot = o["plot"]
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise ValueError(f"--plot={str(plot)!r} must end in .png")
     res = run_simulation(dep, rate=o["rate"], requests=o["requests"], input_len=o["input_len"],
                          output_len=o["output_len"], trace=o["trace"], seed=o["seed"], replicas=o["replicas"],
                          prefill_replicas=o["prefill_replicas"], decode_replicas=o["decode_replicas"],
                          num_blocks=o["num_blocks"], input_dist=o["input_dist"], output_dist=o["output_dist"],
                          concurrency=o["concurrency"], think_time=o["think_time"], slo_ttft_ms=o["slo_ttft_ms"],
-                         slo_tpot_ms=o["slo_tpot_ms"], slo_e2e_ms=o["slo_e2e_ms"],
+                         slo_tpot_ms=o["slo_tpot_ms"], slo_e2e_ms=o["slo_e2e_ms"], dataset=o.get("dataset"),
                          progress=not o["json"] and (o["trace"] is not None or o["requests"] > PROGRESS_ABOVE))
     if plot is not None:
         from ..sim.plot import plot_run
         plot_run(res, plot)
     if o["json"]:
-        return print_json(res.to_dict())
+        out = res.to_dict()
+        return print_json({**out, "warnings": list(dict.fromkeys([*out.get("warnings", []), *dep.warnings]))})
     show(res, plot)
+    for w in dep.warnings:
+        warn(w)
+
+
+def _price_tag(gpu) -> str:
+    from ..hardware.prices import price_tag  # ' (--price)' or ' (provider kind, date)' (hardware/prices.py)
+    return price_tag(gpu)
 
 
 def _f(v, fmt: str = ",.2f") -> str:
@@ -45,9 +65,9 @@ def show(res, plot: Path | None) -> None:
     mode = (f"{s['prefill_replicas']} prefill + {s['decode_replicas']} decode replicas"
             if s["mode"] == "disaggregated" else f"{s['replicas']} replica(s)")
     load = (f"{s['concurrency']} closed-loop clients" if s.get("concurrency") else "open-loop arrivals")
-    console.print(f"engine: {s['engine']}", highlight=False)
-    t = Table(title=f"Simulated serving: {res.deployment.model.name} on {res.deployment.label()}, {mode}, "
-                    f"{load}, {s['completed']}/{s['submitted']} requests in {s['duration_s']:,.1f} s")
+    console.print(Text(f"engine: {s['engine']}"), highlight=False)
+    t = Table(title=Text(f"Simulated serving: {res.deployment.model.name} on {res.deployment.label()}, {mode}, "
+                         f"{load}, {s['completed']}/{s['submitted']} requests in {s['duration_s']:,.1f} s"))
     t.add_column("metric")
     for c in ("mean", "p50", "p90", "p99"):
         t.add_column(c, justify="right")
@@ -72,11 +92,12 @@ def show(res, plot: Path | None) -> None:
             ("output tokens per joule", _f(s["output_tokens_per_joule"], ",.3f")),
             ("average power (W, all GPUs)", _f(s["average_power_w"], ",.0f")),
             ("$ per M output / input tokens", f"{_f(s['usd_per_million_output_tokens'])} / "
-                                              f"{_f(s['usd_per_million_input_tokens'], ',.3f')}")]
+                                              f"{_f(s['usd_per_million_input_tokens'], ',.3f')}"
+                                              f"{_price_tag(res.deployment.gpu)}")]
     if s["mode"] == "disaggregated":
         rows.append(("KV transfer (ms, mean)", f"{_f(s['kv_transfer_ms_mean'])} over {s['kv_link']}"))
     for r in rows:
         u.add_row(*r)
     console.print(u)
     if plot is not None:
-        console.print(f"plot written to {plot}", highlight=False)
+        console.print(f"plot written to {plot}", highlight=False, markup=False)

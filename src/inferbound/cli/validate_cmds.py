@@ -8,9 +8,10 @@ import numpy as np
 import typer
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from . import app
-from .common import GpuFile, Json, console, labelled, print_json, run
+from .common import GpuFile, Json, console, labelled, print_json, run, writable_file
 
 CsvFile = Annotated[Path, typer.Argument(help="CSV in the validation schema (see docs/accuracy.md)")]
 Calib = Annotated[str | None, typer.Option("--calibration", help="calibration YAML, 'default' or 'none' (catalog priors)")]
@@ -26,12 +27,24 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
     def body():
         from ..calibration import resolve
         from ..validation import predict_rows, read_csv
+        from ..validation.dataset import SCENARIOS
         from ..validation.report import plot, row_records, summary, write_rows
+        if scenario is not None and scenario not in SCENARIOS:
+            raise ValueError(f"scenario={scenario!r} unknown; allowed: {', '.join(SCENARIOS)}")
+        writable_file(out, "out", ".csv")  # output paths checked before the predictions, not after
+        writable_file(plot_file, "plot", ".png")
         cal = resolve(calibration)  # a bad path fails here, once, with exit code 2
         calib = cal if cal is not None else "none"
-        rows, bad = read_csv(file)
+        if gpu_file:
+            from ..hardware import load_catalog
+            load_catalog(gpu_file)  # a bad hardware file: one error now, not one "not covered" per row
+        rows, bad = data_rows(file)
         if scenario:
-            rows = [r for r in rows if r.scenario == scenario]
+            kept = [r for r in rows if r.scenario == scenario]
+            if not kept:
+                have = ", ".join(sorted({r.scenario for r in rows}))
+                raise ValueError(f"scenario={scenario!r}: no rows of this scenario in {file}; allowed: {have}")
+            rows = kept
         if json or len(rows) < 50:
             preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file)
         else:
@@ -39,9 +52,9 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
                 task = prog.add_task("predicting", total=1)
                 preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file,
                                      progress=lambda d, n: prog.update(task, completed=d, total=n))
-        s = summary(preds, bad)
+        s = summary(preds, bad, cal)
         if out:
-            write_rows(out, row_records(preds, bad))
+            write_rows(out, row_records(preds, bad, cal, gpu_file))
         if plot_file:
             plot(preds, plot_file)
         if json:
@@ -50,12 +63,26 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
     run(body)
 
 
+def data_rows(file: Path):
+    """read_csv's (rows, unreadable), refusing a file without a single readable row (exit 2, one line)."""
+    from ..validation import read_csv
+    rows, bad = read_csv(file)
+    if not rows and not bad:
+        raise ValueError(f"file={str(file)!r} has no rows under its header; allowed: a CSV with at least one "
+                         f"measured row (docs/accuracy.md)")
+    if not rows:
+        first = bad[0]
+        raise ValueError(f"file={str(file)!r}: none of its {len(bad)} row(s) is readable; first: case "
+                         f"{first.case!r}: {first.reason}")
+    return rows, bad
+
+
 def show_summary(s: dict) -> None:
     t = Table(title=f"Error per source, scenario and metric ({s['covered']} of {s['rows']} rows covered)")
     for c in ("source", "scenario", "metric", "n", "MAPE", "median APE", "within ±25%", "bias", "not covered"):
         t.add_column(c, justify="left" if c in ("source", "scenario", "metric") else "right")
     for g in s["by_source_scenario_metric"]:
-        t.add_row(g["source"], g["scenario"], g["metric"], str(g["n"]),
+        t.add_row(Text(str(g["source"])), Text(str(g["scenario"])), Text(str(g["metric"])), str(g["n"]),  # CSV text
                   *(("-",) * 4 if not g["n"] else (f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
                                                     f"{g['within_25']:.0%}", f"{g['bias']:+.1%}")),
                   str(g["not_covered"]))
@@ -65,6 +92,9 @@ def show_summary(s: dict) -> None:
             t.add_row(f"[bold]{name.upper()}[/bold]", "", "", str(g["n"]), f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
                       f"{g['within_25']:.0%}", f"{g['bias']:+.1%}", "")
     console.print(t)
+    bc = s.get("band_coverage", {}).get("all", {})
+    if bc.get("n"):
+        console.print(f"error bands hold the truth on {bc['coverage']:.0%} of {bc['n']} covered rows")
     for r in s["not_covered_rows"]:
         console.print(labelled("not covered", "yellow", f"{r['case']} {r['metric']}: {r['reason']}"), highlight=False)
 
@@ -73,23 +103,35 @@ def show_summary(s: dict) -> None:
 def calibrate(file: CsvFile,
               out: Annotated[Path, typer.Option("--out", help="calibration YAML to write")] = Path("calibration.yaml"),
               scenarios: Annotated[str, typer.Option("--scenarios", help="scenarios to fit on")] = "static_batch,max_throughput",
-              cv: Annotated[str, typer.Option("--cv", help="leave-one-group-out keys: model,gpu or none")] = "model,gpu",
+              cv: Annotated[str, typer.Option("--cv", help="leave-one-group-out keys: gpu,source,model or none")] = "gpu,source",
               max_evals: Annotated[int, typer.Option("--max-evals", help="model evaluations per fit")] = 150,
               json: Json = False) -> None:
     """Fit efficiency factors (least squares on log error), cross-validate by model and GPU, write a calibration."""
     def body():
+        from ..calibration.bands import bands_from
         from ..calibration.fit import cross_validate, error_bands, fit, fit_request_overhead
-        from ..validation import predict_rows, read_csv
+        from ..validation import predict_rows
+        from ..validation.dataset import SCENARIOS
         from ..validation.report import summary
-        all_rows, bad = read_csv(file)
+        # every argument is checked before the fit (minutes), not after it
+        if max_evals < 1:
+            raise ValueError(f"max_evals={max_evals} must be an integer >= 1 (model evaluations per fit)")
+        if out.suffix.lower() not in (".yaml", ".yml"):
+            raise ValueError(f"out={str(out)!r} must end in .yaml or .yml (a calibration YAML)")
+        writable_file(out, "out")
         wanted = {s.strip() for s in scenarios.split(",") if s.strip()}
+        unknown = sorted(wanted - set(SCENARIOS))
+        if unknown or not wanted:
+            raise ValueError(f"scenarios={scenarios!r}: {unknown[0] + ' is unknown' if unknown else 'empty'}; "
+                             f"allowed: comma-separated {', '.join(SCENARIOS)}")
+        keys = [] if cv == "none" else [k.strip() for k in cv.split(",") if k.strip()]
+        for k in keys or ([] if cv == "none" else [""]):
+            if k not in ("model", "gpu", "source"):
+                raise ValueError(f"cv={cv!r}: allowed keys are gpu, source, model (comma-separated) or none")
+        all_rows, bad = data_rows(file)
         rows = [r for r in all_rows if r.scenario in wanted]
         if not rows:
             raise ValueError(f"scenarios={scenarios!r}: no rows of these scenarios in {file}")
-        keys = [] if cv == "none" else [k.strip() for k in cv.split(",") if k.strip()]
-        for k in keys:
-            if k not in ("model", "gpu"):
-                raise ValueError(f"cv={cv!r}: allowed keys are model, gpu (comma-separated) or none")
         with Progress(console=console, disable=json) as prog:
             task = prog.add_task("fitting on all rows", total=max_evals)
             cal, report = fit(rows, max_evals=max_evals, progress=lambda d, n: prog.update(task, completed=d))
@@ -102,8 +144,7 @@ def calibrate(file: CsvFile,
         cal.serving = {"request_overhead_s": round(fit_request_overhead(all_rows, cal), 6)}
         fitted = predict_rows(rows, calibration=cal)
         bounds = [p.bound for p in fitted]
-        band_errors = oof.get("model", np.array([p.error if p.covered else np.nan for p in fitted]))
-        cal.bands = error_bands(rows, band_errors, bounds)
+        cal.bands = bands_from(rows, oof, fitted)
         serving = [r for r in all_rows if r.scenario == "serving"]
         if serving and "serving" not in wanted:  # serving bands: in-sample (one fitted scalar, no CV)
             sp = predict_rows(serving, calibration=cal)
@@ -116,7 +157,7 @@ def calibrate(file: CsvFile,
         cal.save(out)
         if json:
             return print_json({"calibration": str(out), **cal.meta, "bands": cal.bands})
-        t = Table(title=f"Fitted factors (written to {out})")
+        t = Table(title=Text(f"Fitted factors (written to {out})"))
         for c in ("parameter", "prior", "fitted"):
             t.add_column(c, justify="left" if c == "parameter" else "right")
         for name, v in report["parameters"].items():
@@ -128,7 +169,7 @@ def calibrate(file: CsvFile,
                 ct.add_column(c, justify="left" if c == k else "right")
             for g in rep["groups"] + [rep["throughput"] | {k: "THROUGHPUT"}, rep["latency"] | {k: "LATENCY"}]:
                 if g["n"]:
-                    ct.add_row(str(g[k]), str(g["n"]), f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
+                    ct.add_row(Text(str(g[k])), str(g["n"]), f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
                                f"{g['within_25']:.0%}", f"{g['bias']:+.1%}")
             console.print(ct)
     run(body)

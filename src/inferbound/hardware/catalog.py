@@ -1,4 +1,5 @@
-"""Hardware catalog: builds :class:`GPU` objects from ``data/hardware.yaml`` + ``data/efficiency.yaml``.
+"""Hardware catalog: builds :class:`GPU` objects from ``data/hardware.yaml`` + ``data/efficiency.yaml``
+(+ ``data/prices.yaml``: each GPU's cited $/GPU-hour, hardware/prices.py).
 
 Unit conversion (vendor units in the YAML, SI in :class:`GPU`)::
 
@@ -8,7 +9,7 @@ Unit conversion (vendor units in the YAML, SI in :class:`GPU`)::
     scaleup_bw      = scaleup_bw_gbps_unidir * 1e9   (else bidir / 2; PCIe-only cards: else pcie_bw)
     scaleout_bw     = scaleout_gbps_per_gpu * 1e9 / 8   (Gb/s -> bytes/s; null -> 0)
     pcie_bw         = PCIE_X16_BW[pcie_gen]          (per direction; null -> 0)
-    price_per_hour  = price_usd_per_gpu_hr_approx
+    price_per_hour  = price.usd_per_gpu_hour     (prices.py: a cited figure, or null with a reason)
     nvlink          = scaleup_domain > 1 and scaleup_tech does not start with "none"
     nvls            = nvlink and NVSwitch / NVLink Switch in scaleup_tech and arch Hopper/Blackwell
     power           = idle/compute/memory fractions (efficiency.yaml) * tdp_w
@@ -48,6 +49,8 @@ from pydantic import ValidationError
 from inferbound.datafiles import load_yaml
 from inferbound.dtypes import DTYPES
 from inferbound.hardware.precision import peak_flops, resolve_compute_dtype  # noqa: F401  (re-export)
+from inferbound.hardware.prices import (LEGACY_KEY, check_prices, merge_builtin_prices, price_fields, read_price,
+                                        with_price)
 from inferbound.hardware.spec import GPU, Efficiency, Power
 
 HARDWARE_ENV = "INFERBOUND_HARDWARE_PATH"
@@ -69,7 +72,7 @@ EFFICIENCY_KEYS = frozenset(Efficiency.model_fields)
 POWER_KEYS = frozenset({"idle_fraction_of_tdp", "compute_fraction", "memory_fraction", "tdp_w",
                         "idle_w", "compute_w", "memory_w"})
 #: keys a user entry may hold besides those seen in hardware.yaml entries
-EXTRA_ENTRY_KEYS = frozenset({"efficiency", "power", "nvlink", "nvls"})
+EXTRA_ENTRY_KEYS = frozenset({"efficiency", "power", "nvlink", "nvls", "price", LEGACY_KEY})
 
 
 class _Skip(Exception):
@@ -99,7 +102,7 @@ def _check_layer(layer: dict, where: str) -> None:
 def _builtin() -> tuple[dict[str, dict], dict, dict[str, dict], frozenset[str]]:
     """Parsed package data: (entries by id, defaults layer, per-GPU layers, known entry keys)."""
     hw, eff = _yaml("hardware.yaml"), _yaml("efficiency.yaml")
-    entries = {e["id"]: e for e in hw["accelerators"]}
+    entries = merge_builtin_prices({e["id"]: e for e in hw["accelerators"]}, _yaml("prices.yaml"))
     _check_layer(eff["defaults"], "efficiency.yaml defaults")
     for gid, layer in (eff.get("gpus") or {}).items():
         if gid not in entries:
@@ -149,8 +152,10 @@ def _power(power: dict, tdp: float | None) -> dict:
     return out
 
 
-def _to_gpu(e: dict, layers: list[dict]) -> GPU:
-    """Convert one hardware.yaml-schema entry (vendor units) into a GPU (SI). Raises _Skip."""
+def _to_gpu(e: dict, layers: list[dict], origin: str | None = None) -> GPU:
+    """Convert one hardware.yaml-schema entry (vendor units) into a GPU (SI). Raises _Skip. ``origin``: the
+    user file that set the entry's price or added the GPU (None: the built-in price, which
+    prices.read_price checks strictly)."""
     gid = e["id"]
     peaks = {dt: _num(e, key) * 1e12 for dt, key in PEAK_KEYS.items() if e.get(key) is not None}
     if "bf16" not in peaks and "fp16" not in peaks:
@@ -175,6 +180,7 @@ def _to_gpu(e: dict, layers: list[dict]) -> GPU:
         scaleup_bw = 0.0 if nvlink else pcie_bw   # no fabric figure: PCIe-only cards talk over PCIe
     gib = gid in HBM_GIB_IDS
     eff, power = _merge_layers(*layers)
+    price_per_hour, price = read_price(e, origin)
     return GPU.model_validate(dict(   # nested dicts: pydantic errors then name 'efficiency.compute' etc.
         id=gid, name=str(e.get("name") or gid), vendor=str(e.get("vendor") or ""),
         peak_flops=peaks,
@@ -183,7 +189,7 @@ def _to_gpu(e: dict, layers: list[dict]) -> GPU:
         scaleup_bw=scaleup_bw, scaleup_domain=domain, scaleup_tech=tech, nvlink=nvlink, nvls=nvls,
         scaleout_bw=_num(e, "scaleout_gbps_per_gpu", 0.0) * 1e9 / 8,
         pcie_bw=pcie_bw,
-        price_per_hour=e.get("price_usd_per_gpu_hr_approx"),
+        price_per_hour=price_per_hour, price=price,
         efficiency=eff,
         power=_power(power, _num(e, "tdp_w")),
         sources=[str(s) for s in e.get("sources") or []],
@@ -250,12 +256,17 @@ def _build(files: tuple[tuple[str, int, int], ...]) -> tuple[dict[str, GPU], dic
     raw = {gid: dict(e) for gid, e in entries.items()}
     user_layers: dict[str, list[dict]] = {}
     origin: dict[str, str] = {}
+    price_from: dict[str, str] = {}  # the user file that set a GPU's price (or added the GPU)
     for name, _mtime, _size in files:
         for e in _read_user_file(Path(name), known):
             gid = e["id"]
             layer = dict(e.get("efficiency") or {}) | ({"power": e["power"]} if e.get("power") else {})
             user_layers.setdefault(gid, []).append(layer)
-            raw[gid] = raw.get(gid, {}) | {k: v for k, v in e.items() if k not in ("efficiency", "power")}
+            drop = {"price"} if LEGACY_KEY in e else {LEGACY_KEY} if "price" in e else set()  # the file's price wins
+            raw[gid] = {k: v for k, v in raw.get(gid, {}).items() if k not in drop} | \
+                {k: v for k, v in e.items() if k not in ("efficiency", "power")}
+            if "price" in e or LEGACY_KEY in e or gid not in entries:
+                price_from[gid] = name
             origin[gid] = name
     catalog: dict[str, GPU] = {}
     skipped: dict[str, str] = {}
@@ -263,7 +274,7 @@ def _build(files: tuple[tuple[str, int, int], ...]) -> tuple[dict[str, GPU], dic
         layers = [defaults, gpu_layers.get(gid, {}), *user_layers.get(gid, [])]
         where = f"hardware file {origin[gid]}, gpu {gid!r}: " if gid in origin else f"gpu {gid!r}: "
         try:
-            catalog[gid] = _to_gpu(e, layers)
+            catalog[gid] = _to_gpu(e, layers, price_from.get(gid))
         except _Skip as why:
             if gid in origin:
                 raise ValueError(f"{where}{why}") from None
@@ -318,6 +329,12 @@ def apply_overrides(gpu: GPU, overrides: dict[str, Any]) -> GPU:
         else:
             raise ValueError(f"override {key!r}: dotted keys allowed are efficiency.<field>, power.<field>, "
                              f"peak_flops.<dtype>, efficiency.compute_by_dtype.<dtype>")
+    if "price_per_hour" in overrides and "price" not in overrides:  # the figure is now the user's, not the cited one
+        usd = overrides["price_per_hour"]
+        if usd is None:
+            data["price"] = {"usd_per_gpu_hour": None, "by": "--gpu-set", "reason": "removed with price_per_hour=null"}
+        elif isinstance(usd, (int, float)) and not isinstance(usd, bool) and usd >= 0:
+            data["price"] = {"usd_per_gpu_hour": usd, "by": "--gpu-set", "note": "set with price_per_hour (uncited)"}
     try:
         return GPU.model_validate(data)
     except ValidationError as err:
@@ -325,15 +342,18 @@ def apply_overrides(gpu: GPU, overrides: dict[str, Any]) -> GPU:
 
 
 def get_gpu(gpu_id: str, overrides: dict[str, Any] | None = None,
-            extra_paths: list[Path] | None = None) -> GPU:
-    """The catalog GPU ``gpu_id`` with optional field ``overrides`` (see :func:`apply_overrides`)."""
+            extra_paths: list[Path] | None = None, prices: dict[str, float] | None = None) -> GPU:
+    """The catalog GPU ``gpu_id`` with optional field ``overrides`` (see :func:`apply_overrides`), then the
+    user's ``prices`` ({GPU id: USD per GPU-hour}, ids checked against the catalog; prices.py) applied."""
     catalog, skipped = _build(_key(extra_paths))
     if gpu_id not in catalog:
         if gpu_id in skipped:
             raise ValueError(f"gpu={gpu_id!r} is in hardware.yaml but was skipped: {skipped[gpu_id]}")
         raise ValueError(f"gpu={gpu_id!r} is not in the catalog; known: {', '.join(sorted(catalog))}")
     gpu = catalog[gpu_id]
-    return apply_overrides(gpu, overrides) if overrides else gpu
+    gpu = apply_overrides(gpu, overrides) if overrides else gpu
+    prices = check_prices(prices, catalog)
+    return with_price(gpu, prices[gpu_id]) if prices and gpu_id in prices else gpu
 
 
 def _scaled(value: float | None, unit: float) -> float | None:
@@ -354,7 +374,7 @@ def gpu_table(catalog: dict[str, GPU] | None = None) -> list[dict[str, Any]]:
         "scaleup_domain": g.scaleup_domain,
         "scaleout_gbit_s": _scaled(g.scaleout_bw * 8, 1e9),  # NIC Gb/s per GPU
         "tdp_w": g.power.tdp_w,
-        "price_usd_h": g.price_per_hour,
+        **price_fields(g),
         "eff_compute": g.efficiency.compute,
         "eff_memory": g.efficiency.memory,
     } for g in catalog.values()]

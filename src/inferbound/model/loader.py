@@ -205,8 +205,12 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
                                           dropped=tuple(variant.get("dropped") or ())))
     unused = sorted(k for k in config_overrides if k not in r.raw.seen)
     if unused:
+        import difflib
+        near = difflib.get_close_matches(unused[0], sorted({*r.raw.seen, *ModelSpec.model_fields}), n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise ConfigError(f"model {name}: override {unused[0]}={config_overrides[unused[0]]!r} has no effect "
-                          f"(a typo?); allowed: a config.json key model_type {family!r} reads, or a ModelSpec field")
+                          f"(a typo?){hint}; allowed: a config.json key model_type {family!r} reads, or a ModelSpec "
+                          f"field")
     fields.update(spec_overrides)
     fields["warnings"] = tuple(dict.fromkeys(r.warnings))
     try:  # strict: an override "no" for a boolean field is refused, not read as False

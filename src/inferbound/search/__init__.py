@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..hardware.prices import price_note
 from ..model import ModelSpec, load_model
 from ..workloads.steady_state import prompts_per_decode
 from .backends import BACKENDS, evaluate_all
@@ -45,7 +46,8 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
            ray_address: str | None = None, progress=None, calibration=None, dtypes: list[str] | None = None,
            all_layouts: bool = False, top: int | None = None, token_budget: int | None = None,
            engine: str | None = None, engine_options: dict | None = None, gpu_overrides: dict | None = None,
-           gpu_files: list | None = None, lengths=None) -> SearchResult:
+           gpu_files: list | None = None, lengths=None, gpu_scale: dict | str | None = None,
+           prices: dict[str, float] | None = None) -> SearchResult:
     """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
 
     ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
@@ -58,6 +60,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     ``gpu_overrides`` / ``gpu_files``: field overrides applied to every searched GPU and extra hardware
     files (as ``--gpu-set`` / ``--gpu-file`` of estimate). ``lengths``: a workloads.lengths.Mix (a
     distribution, trace or dataset profile) in place of the fixed ``input_len``/``output_len``.
+    ``gpu_scale``: what-if copies of the searched GPUs (hardware/whatif.py) ranked beside them.
+    ``prices``: the user's USD per GPU-hour by catalog GPU id (--price GPU=USD; hardware/prices.py) in place
+    of the catalog's cited figure, noted in the result.
     ``progress(done, total)`` is called while layouts evaluate.
     Raises ValueError naming the closest miss when no configuration meets the constraints.
     """
@@ -89,7 +94,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     w = Workload(input_len=input_len, output_len=output_len, disaggregated=modes[-1],
                  max_decode_replicas=int(d["evaluation"]["max_decode_replicas"]), mix=lengths)
     m = model if isinstance(model, ModelSpec) else load_model(model)
-    space = build_space(m, resolve_gpus(gpus, calibration, gpu_overrides, gpu_files), max_gpus, dtypes, all_layouts,
+    searched = resolve_gpus(gpus, calibration, gpu_overrides, gpu_files, gpu_scale, prices)
+    space = build_space(m, searched, max_gpus, dtypes,
+                        all_layouts,
                         engine, options)
     if not space.deployments:
         raise ValueError(f"no layout of {m.name} fits within max_gpus={max_gpus}: {space.skipped_summary()}")
@@ -107,7 +114,7 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
             space.skip("KV cache holds no request", lab)
     price = np.array([np.nan if dep.gpu.price_per_hour is None else dep.gpu.price_per_hour for dep in deps])
     points = Points.concat(per_layout, price, w.output_len, target_rate)
-    notes = []
+    notes = list(dict.fromkeys(n for n in map(price_note, searched) if n))  # the user's prices, named
     feasible = _feasible(points, constraints, objective, notes)
     if not np.any(feasible):
         raise ValueError(_no_fit_message(points, constraints, labels, m.name, space))
@@ -131,8 +138,8 @@ def _feasible(points: Points, constraints: list[Constraint], objective: str, not
     if objective == "usd_per_mtok":
         priced = np.isfinite(points.price[points.layout])
         if not np.any(priced):
-            raise ValueError("objective='usd_per_mtok' needs GPU prices, and none of the searched GPUs has "
-                             "price_usd_per_gpu_hr_approx; allowed: choose GPUs with a price (`inferbound gpus`)")
+            raise ValueError("objective='usd_per_mtok' needs GPU prices, and none of the searched GPUs has one; "
+                             "allowed: GPUs with a price (`inferbound gpus`), or your own: --price GPU=USD")
         if not np.all(priced):
             notes.append(f"{np.count_nonzero(~priced):,} configurations on GPUs without a price are left out "
                          f"of the $/M-token ranking")

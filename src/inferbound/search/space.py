@@ -28,6 +28,8 @@ from ..calibration.factors import resolve as resolve_calibration
 from ..config import Parallelism
 from ..deployment import Deployment, make_deployment
 from ..hardware import GPU, apply_overrides, get_gpu, load_catalog
+from ..hardware.prices import apply_prices, check_prices
+from ..hardware.whatif import parse_scales, scale_gpu
 from ..memory import weight_bytes_per_gpu
 from ..runtime import runtime_reserve_bytes
 from ..model import ModelSpec
@@ -81,10 +83,14 @@ class Space:
 
 
 def resolve_gpus(gpus: list[str] | None, calibration=None, gpu_overrides: dict | None = None,
-                 gpu_files: list | None = None) -> list[GPU]:
+                 gpu_files: list | None = None, gpu_scale: dict | str | None = None,
+                 prices: dict[str, float] | None = None) -> list[GPU]:
     """Catalog GPUs by id (all when None; user hardware files included), calibrated as make_deployment
-    would calibrate them, then ``gpu_overrides`` (field: value, SI units) applied to each."""
+    would calibrate them, then ``gpu_overrides`` (field: value, SI units) applied to each, then the user's
+    ``prices`` ({GPU id: USD per GPU-hour}, --price; hardware/prices.py); with ``gpu_scale``
+    (hardware/whatif.py) each GPU's what-if copy is searched beside it."""
     catalog = load_catalog(gpu_files)
+    prices = check_prices(prices, catalog)  # an unknown id or a bad figure: one line, before the sweep
     ids = list(catalog) if gpus is None else list(dict.fromkeys(gpus))
     if not ids:
         raise ValueError("gpus=[] is empty; allowed: GPU ids from `inferbound gpus`, or none for all")
@@ -94,7 +100,9 @@ def resolve_gpus(gpus: list[str] | None, calibration=None, gpu_overrides: dict |
         g = get_gpu(gid, extra_paths=gpu_files)  # ValueError: gpu='x' is not in the catalog; known: ...
         g = cal.apply(g) if cal is not None else g
         out.append(apply_overrides(g, gpu_overrides) if gpu_overrides else g)
-    return out
+    out = apply_prices(out, prices)
+    scales = parse_scales(gpu_scale)
+    return out + [scale_gpu(g, scales) for g in out] if scales else out
 
 
 def gpu_counts(max_gpus: int) -> list[int]:

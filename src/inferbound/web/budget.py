@@ -7,10 +7,13 @@ which bound the work but not the machine's speed.
 
 :func:`heavy_slot`: simulate, search and validate take one of ``app.state.heavy_slots`` (default: half
 the CPUs, at least 2) for their duration, waiting at most the work budget for one; a client that
-floods the server with them gets 429 instead of starving the cheap endpoints of worker threads.
+floods the server with them gets 429 instead of starving the cheap endpoints of worker threads, with
+``Retry-After``: the work budget in whole seconds (a running simulation or search stops at its budget,
+so a slot is likely free by then).
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -51,13 +54,22 @@ def default_slots() -> int:
 def heavy_slot(request):
     """Hold one heavy-work slot of the app for the block; 429 when none frees up within the budget."""
     slots = request.app.state.heavy_slots
-    if not slots.acquire(timeout=seconds_for(request)):
+    seconds = seconds_for(request)
+    if not slots.acquire(timeout=seconds):
+        retry = retry_after(seconds)
         raise HTTPException(429, [{"loc": [], "type": "too_many_requests",
-                                   "msg": "the server is busy with other simulations/searches; retry later"}])
+                                   "msg": f"the server is busy with other simulations/searches; retry in {retry} s"}],
+                            headers={"Retry-After": str(retry)})
     try:
         yield
     finally:
         slots.release()
+
+
+def retry_after(seconds: float) -> int:
+    """Retry-After (RFC 9110 section 10.2.3: delay in whole seconds) of a 429: the work budget, rounded
+    up, at least 1 (a running simulation or search stops at its budget)."""
+    return max(1, math.ceil(seconds))
 
 
 def make_slots(n: int | None) -> threading.BoundedSemaphore:

@@ -64,8 +64,21 @@ async def api_error_handler(request: Request, exc: ApiError) -> JSONResponse:
 
 async def validation_error_handler(request: Request, exc: RequestValidationError) -> JSONResponse:
     """FastAPI's 422, made JSON-safe: the offending input may be NaN or infinity (Python's JSON parser
-    accepts them), which the default handler cannot encode (it would answer 500)."""
-    return JSONResponse(status_code=422, content={"detail": jsonable(jsonable_encoder(exc.errors()))})
+    accepts them), which the default handler cannot encode (it would answer 500). A validator's own
+    message loses pydantic's "Value error, " prefix and the exception object in ``ctx``."""
+    errors = []
+    for err in exc.errors():
+        err = dict(err)
+        err["msg"] = str(err.get("msg", "")).removeprefix("Value error, ")
+        ctx = err.get("ctx")
+        if isinstance(ctx, dict) and isinstance(ctx.get("error"), BaseException):
+            ctx = {k: v for k, v in ctx.items() if k != "error"}
+            if ctx:
+                err["ctx"] = ctx
+            else:
+                err.pop("ctx")
+        errors.append(err)
+    return JSONResponse(status_code=422, content={"detail": jsonable(jsonable_encoder(errors))})
 
 
 def jsonable(obj):

@@ -26,7 +26,7 @@ def estimate(req: EstimateIn) -> dict:
     with computing(req):
         if req.scenario == "max-throughput":
             r = max_throughput(dep, input_len=req.input_len, output_len=req.output_len, num_requests=req.num_requests)
-            out = {**r.to_dict(), "error_bands": bands_for(dep, "max_throughput")}
+            out = {**r.to_dict(), "error_bands": bands_for(dep, "max_throughput"), "warnings": dep.warnings}
         else:
             out = run_estimate(dep, batch=req.batch, input_len=req.input_len, output_len=req.output_len).to_dict()
     return jsonable({"scenario": req.scenario, "deployment": dep.label(), **out, "engine": report.engine(dep)})
@@ -38,7 +38,8 @@ def roofline(req: WorkloadIn) -> dict:
     effective peak FLOP/s at the compute dtype and effective HBM bytes/s, and their ridge point."""
     dep = deployment(req)
     with computing(req):
-        return jsonable(report.roofline(dep, req.batch, req.input_len, req.output_len))
+        out = report.roofline(dep, req.batch, req.input_len, req.output_len)
+    return jsonable({**out, "warnings": out.get("warnings", dep.warnings)})
 
 
 @router.post("/memory", summary="Memory per GPU, fit, max batch and max context")

@@ -17,6 +17,13 @@ from .modelsource import resolve_model
 from ..options import ENGINE, engine_options
 from .schemas import MAX_SEARCH_SIZE, SearchIn
 
+
+def lengths_of(req):
+    """The request's length mix (workloads/lengths.py) from the LENGTHS fields it declares, else None."""
+    from ..workloads.lengths import from_options
+    return from_options({k: getattr(req, k, None) for k in ("input_len", "output_len", "input_dist", "output_dist",
+                                                            "dataset")})
+
 router = APIRouter(prefix="/api", tags=["search"])
 
 
@@ -35,7 +42,7 @@ def search(req: SearchIn, request: Request) -> dict:
     and budgets."""
     from ..search import search as run_search  # optional subpackage, imported on use
 
-    types = len(req.gpus) if req.gpus else len(load_catalog())
+    types = (len(req.gpus) if req.gpus else len(load_catalog())) * (2 if req.gpu_scale else 1)  # + what-if copies
     size_cap = MAX_SEARCH_SIZE // (4 if req.all_layouts else 1)
     if types * req.max_gpus > size_cap:
         raise ApiError("max_gpus", f"{types} GPU type(s) x max_gpus={req.max_gpus} = {types * req.max_gpus} exceeds "
@@ -52,8 +59,9 @@ def search(req: SearchIn, request: Request) -> dict:
                              disaggregated="both" if req.both_modes else req.disaggregated,
                              backend="local", progress=Deadline(seconds_for(request)),
                              calibration=req.calibration_arg, dtypes=req.dtypes, all_layouts=req.all_layouts,
-                             top=req.top, engine=req.engine,
-                             engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}))
+                             top=req.top, engine=req.engine, prices=req.prices,
+                             engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}),
+                             gpu_scale=req.gpu_scale, lengths=lengths_of(req))
         except OverBudget as e:
             done, total, seconds = e.args
             raise ApiError("max_gpus", f"search stopped after {seconds:g} s of work ({done:,} of {total:,} layouts "

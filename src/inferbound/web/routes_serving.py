@@ -44,8 +44,17 @@ def simulate(req: SimulateIn, request: Request) -> dict:
 
     dep = deployment(req)
     rate = math.inf if req.rate == "inf" or req.concurrency is not None else float(req.rate)
+    i, o, dist_in, dist_out, notes = req.input_len, req.output_len, req.input_dist, req.output_dist, []
+    if getattr(req, "dataset", None):
+        from ..sim import _dataset_lengths
+        if req.input_dist or req.output_dist:
+            raise ApiError("dataset", "dataset and input_dist/output_dist given together; allowed: one of them")
+        try:
+            i, o, dist_in, dist_out, notes = _dataset_lengths(req.dataset)
+        except ValueError as e:
+            raise ApiError("dataset", str(e)) from None
     with heavy_slot(request), computing(req):
-        reqs = poisson(rate, req.requests, req.input_len, req.output_len, req.seed, req.input_dist, req.output_dist)
+        reqs = poisson(rate, req.requests, i, o, req.seed, dist_in, dist_out)
         _check_workload(reqs, req)
         try:
             res = run_simulation(dep, trace=reqs, replicas=req.replicas, prefill_replicas=req.prefill_replicas,
@@ -58,4 +67,5 @@ def simulate(req: SimulateIn, request: Request) -> dict:
             raise ApiError("requests", f"simulation stopped after {seconds:g} s of work ({done:,} of {total:,} "
                                        f"requests done): the server's cap per call; ask for fewer requests, "
                                        f"shorter outputs or a higher rate") from None
-    return jsonable(res.to_dict(timeline=req.timeline, max_points=500))
+    out = res.to_dict(timeline=req.timeline, max_points=500)
+    return jsonable({**out, "warnings": [*dep.warnings, *notes]})

@@ -70,10 +70,24 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())
 
 
+ONE_MODEL = ("Exactly one of `model` (a catalog alias, HF id or variant id) or `config` (a pasted config.json) "
+             "names the model.")
+
+
+def _one_of_model_or_config(schema: dict) -> None:
+    """OpenAPI: exactly one of ``model`` (a string) or ``config`` (an object); a null one counts as absent."""
+    schema["oneOf"] = [{"title": "by catalog name", "required": ["model"], "properties": {"model": {"type": "string"}}},
+                       {"title": "by pasted config.json", "required": ["config"],
+                        "properties": {"config": {"type": "object"}}}]
+    text = schema.get("description", "")
+    if ONE_MODEL not in text:
+        schema["description"] = f"{text} {ONE_MODEL}".strip()
+
+
 class ModelIn(Strict):
     """A model by catalog name or pasted config.json (exactly one), optional overrides, the calibration."""
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["model"]}, {"required": ["config"]}]})
+    model_config = ConfigDict(json_schema_extra=_one_of_model_or_config)
 
     model: str | None = Field(None, pattern=MODEL_PATTERN, max_length=201,
                               description="catalog alias or HF id from GET /api/models (never a path)",
@@ -97,6 +111,22 @@ class ModelIn(Strict):
         """The library's argument: None resolves $INFERBOUND_CALIBRATION, then the packaged fit."""
         return None if self.calibration == "default" else self.calibration
 
+    @field_validator("engine", check_fields=False)
+    @classmethod
+    def _engine(cls, v):
+        if v is not None:
+            from ..runtime import profile_of
+            profile_of(v)  # ValueError naming the engine or version and the known ones: 422 on this field
+        return v
+
+    @field_validator("prices", check_fields=False)
+    @classmethod
+    def _prices(cls, v):
+        if v:
+            from ..hardware import check_prices, load_catalog
+            check_prices(v, load_catalog())  # a GPU id not in the catalog: 422 on this field, naming the known ids
+        return v
+
     @model_validator(mode="after")
     def _one_model(self):
         if (self.model is None) == (self.config is None):
@@ -119,6 +149,9 @@ def _field(o: opts.Opt):
         bounds = {"max_length": MAX_OVERRIDES}
     elif o.kind == "list_str":
         t = list[str]
+    elif o.kind == "price":  # {gpu_id: USD per GPU-hour}; ids checked against the catalog (ModelIn._prices)
+        t = dict[str, Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]]
+        bounds = {"max_length": MAX_OVERRIDES}
     else:
         t = {"int": int, "float": float, "bool": bool, "str": str}[o.kind]
     if o.default is None:
@@ -145,6 +178,22 @@ class _DeploymentBase(ModelIn):
     def _finite_overrides(cls, v, info):
         if v is not None:
             check_numbers(v, info.field_name)
+        return v
+
+    @field_validator("gpu_overrides", check_fields=False)
+    @classmethod
+    def _gpu_overrides_apply(cls, v, info):
+        """Each override applied to the named catalog GPU now, so a bad key or value is a 422 on this field
+        (an unknown ``gpu`` is reported on ``gpu`` later)."""
+        gpu = info.data.get("gpu")
+        if v and isinstance(gpu, str):
+            from ..hardware import apply_overrides, load_catalog
+            catalog = load_catalog()
+            if gpu in catalog:
+                try:
+                    apply_overrides(catalog[gpu], v)
+                except (ValueError, TypeError) as e:
+                    raise ValueError(f"gpu_overrides: {e}") from None
         return v
 
     def deployment_kwargs(self) -> dict:
@@ -203,8 +252,17 @@ SimulateIn = create_model("SimulateIn", __base__=SimulateIn, __doc__=SimulateIn.
 class ValidateIn(Strict):
     """Measured rows as CSV text (the schema of inferbound.validation.dataset), predicted and scored."""
 
-    csv: str = Field(..., max_length=MAX_CSV_CHARS, description="CSV text with a header row")
+    csv: str = Field(..., max_length=MAX_CSV_CHARS, description="CSV text with a header row and at least one row")
     calibration: Literal["default", "none"] = "default"
+
+    @field_validator("csv")
+    @classmethod
+    def _has_rows(cls, v: str) -> str:
+        lines = [ln for ln in v.splitlines() if ln.strip()]
+        if len(lines) < 2:
+            raise ValueError(f"csv has {'no header and ' if not lines else ''}no rows under its header; allowed: "
+                             f"a header row and at least one measured row")
+        return v
 
     @property
     def calibration_arg(self) -> str | None:

@@ -1,0 +1,64 @@
+"""``inferbound compare FILE.yaml``: deployments side by side under one workload (compare.py)."""
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from ..options import Opt
+from .common import console, print_json, warn, writable_file
+from .params import command
+
+OPTS = (Opt("file", "path1", None, "comparison YAML: a workload: mapping and a deployments: list (option names as "
+            "keys)", argument=True),
+        Opt("csv", "path1", None, "write the rows to FILE.csv"),
+        Opt("plot", "path1", None, "write a bar chart of the figures to FILE.png"),
+        Opt("json", "bool", False, "print JSON instead of a table"))
+
+_HEAD = {"ttft_ms": "TTFT ms", "tpot_ms": "TPOT ms", "tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user",
+         "joules_per_token": "J/token", "usd_per_mtok": "$/M tok"}
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:,.1f}" if abs(v) >= 10 else f"{v:,.3g}")
+
+
+@command("compare", "Deployments side by side under one workload (FILE.yaml: workload + deployments, keys are the "
+                    "CLI option names): TTFT, TPOT, tok/s per GPU and per user, J/token, $/M tokens, fit, bound, "
+                    "and each figure's ratio to the first deployment.", OPTS)
+def compare(o: dict) -> None:
+    from .. import compare as cmp
+    if o["file"] is None:
+        raise ValueError("file is missing; allowed: a comparison YAML file (inferbound compare FILE.yaml)")
+    writable_file(o["csv"], "--csv", ".csv")
+    writable_file(o["plot"], "--plot", ".png")
+    workload, deployments = cmp.load(o["file"])
+    rows = cmp.compare(workload, deployments)
+    written = []
+    if o["csv"] is not None:
+        o["csv"].write_text(cmp.to_csv(rows))
+        written.append(o["csv"])
+    if o["plot"] is not None:
+        written.append(cmp.plot(rows, o["plot"]))
+    if o["json"]:
+        return print_json({"workload": workload, "rows": [r.to_dict() for r in rows],
+                           "files": [str(p) for p in written]})
+    t = Table(title=Text(f"compare: {workload.get('scenario', 'static')} "
+                         + ", ".join(f"{k}={v}" for k, v in workload.items() if k != "scenario")))
+    t.add_column("deployment")
+    for m in cmp.METRICS:
+        t.add_column(_HEAD[m], justify="right")
+    t.add_column("fits")
+    t.add_column("bound")
+    for r in rows:
+        cells = [_fmt(r.metrics.get(m)) + ("" if r is rows[0] or r.ratio.get(m) is None else f" ({r.ratio[m]:.2f}x)")
+                 for m in cmp.METRICS]
+        t.add_row(r.label, *cells, "yes" if r.fits else "NO", r.bound)
+    console.print(t)
+    console.print("ratios: each figure / the first deployment's", highlight=False)
+    for r in rows:
+        for w in r.warnings:
+            warn(f"{r.label}: {w}")
+    for p in written:
+        console.print(f"wrote {p}", highlight=False)
