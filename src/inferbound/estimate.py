@@ -13,6 +13,13 @@ and then decodes output_len − 1 further steps together, step j seeing S + j ca
 
 Decode time is piecewise linear in the context, so the sum is taken exactly for N ≤ 65 and by a
 32-point midpoint rule otherwise (error far below the model's own).
+
+Engine features (docs/features/): with speculative decoding a decode step is the target's verify pass
+over k + 1 tokens per sequence plus the draft's k passes, and it yields τ tokens per sequence
+(speculative.py): TPOT = (1/(N−1)) Σ_j t_step(B, S + j − 1) / τ, energy per token likewise / τ, and the
+draft also prefills the prompt (TTFT). A prefix hit rate (prefix.py) prefills I − P tokens after P
+cached. With a host KV tier (offload.py) the KV beyond the GPU's allocation is read over the host link
+every decode step.
 """
 from __future__ import annotations
 
@@ -51,6 +58,7 @@ class Estimate:
     energy: dict = field(default_factory=dict)
     bands: dict = field(default_factory=dict)  # expected relative error by metric kind (calibration residuals)
     warnings: list[str] = field(default_factory=list)
+    features: dict = field(default_factory=dict)  # speculative / prefix / kv_offload figures (docs/features/)
 
     # -- details, computed when asked (the CLI table and to_dict ask; bulk validation does not) ----------
     @property
@@ -121,7 +129,17 @@ class Estimate:
             "decode_without_kv_cache_ms": self.decode_without_kv_cache_s * 1e3,
             "max_batch_at_context": self.max_batch_at_context, "replicas": self.replicas,
             "energy": dict(self.energy), "error_bands": dict(self.bands), "warnings": list(self.warnings),
+            "features": {**self.features, **({"speculative": {**self.features["speculative"],
+                                                              "crossover_batch": self.speculative_crossover_batch}}
+                                             if "speculative" in self.features else {})},
         }
+
+    @cached_property
+    def speculative_crossover_batch(self) -> int | None:
+        """Smallest batch at the mid context where speculative decoding stops raising tok/s (None: off, or
+        it still helps at 4096)."""
+        from .speculative import crossover_batch
+        return crossover_batch(self.deployment, self._mid_context) if "speculative" in self.features else None
 
 
 def decode_contexts(input_len: int, output_len: int) -> np.ndarray:
@@ -197,20 +215,18 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
     warnings: list[str] = list(dep.warnings)
-    pre = step.prefill(dep, batch, max(input_len, 1))
+    pre, dec, tau, mem, features = _steps(dep, batch, input_len, output_len)
     ctx = decode_contexts(input_len, output_len)
-    dec = step.decode(dep, batch, ctx)
     ttft = float(pre.time)
-    tpot = float(np.mean(dec.time))
+    tpot = float(np.mean(dec.time)) / tau
     e2e = ttft + (output_len - 1) * tpot
-    mem = memory_report(dep, batch, input_len + output_len, step_tokens=batch * input_len)
     if not mem.fits:
         warnings.append(f"does not fit: {mem.reason}; every figure is hypothetical")
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
     n_dec = output_len - 1
     prefill_j = float(step_power_w(g, cdt, pre)) * ttft * dep.num_gpus
-    decode_j = float(np.mean(step_power_w(g, cdt, dec) * dec.time)) * n_dec * dep.num_gpus
+    decode_j = float(np.mean(step_power_w(g, cdt, dec) * dec.time)) * n_dec / tau * dep.num_gpus
     reps = par.replicas
     energy = energy_summary(g, dep.num_gpus, prefill_j, decode_j, e2e, ttft,
                             input_tokens=reps * batch * input_len, output_tokens=reps * batch * output_len)
@@ -221,4 +237,39 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         model=m.name, gpu=g.id, num_gpus=dep.num_gpus, parallelism=par, dtypes=dt, compute_dtype=cdt,
         batch=batch, input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         prefill=prefill_phase, decode=decode_phase, bands=bands, memory=mem, deployment=dep, replicas=reps,
-        energy=energy, warnings=warnings)
+        energy=energy, warnings=warnings, features=features)
+
+
+def _steps(dep: Deployment, batch: int, input_len: int, output_len: int):
+    """(prefill StepCost, decode StepCosts over decode_contexts, τ, MemoryReport, feature figures) of a
+    static batch under the deployment's engine features (module docstring)."""
+    from . import offload, prefix, speculative
+    rt, m = dep.runtime, dep.model
+    ctx = decode_contexts(input_len, output_len)
+    cached = float(prefix.cached_tokens(rt, max(input_len, 1)))
+    features = {}
+    if cached:
+        pre = step.price(dep, step.uniform(m, prompts=batch, new=max(input_len, 1) - cached, past=cached), "isolated")
+        features["prefix"] = {"cached_tokens": cached, "prefilled_tokens": max(input_len, 1) - cached}
+    else:
+        pre = step.prefill(dep, batch, max(input_len, 1))
+    dec, tau = speculative.step_cost(dep, batch, ctx)
+    dr = speculative.drafter_of(dep)
+    if dr is not None:
+        if dr.model is not None:
+            load = step.uniform(dr.model, prompts=batch, new=max(input_len, 1) - cached, past=cached)
+            pre = step.add_work(pre, dr.prefill_cost(lambda ld: step.price(dr.deployment, ld, "isolated"), load))
+        features["speculative"] = {"method": dr.spec.method, "draft": dr.spec.draft_model, "k": dr.spec.k,
+                                   "acceptance": dr.spec.acceptance, "tokens_per_step": tau,
+                                   "step_ms": float(np.mean(dec.time)) * 1e3}
+    mem = memory_report(dep, batch, input_len + output_len, step_tokens=batch * input_len)
+    tier = offload.tier_of(dep)
+    if tier is not None:
+        from .memory import sequence_kv_bytes
+        host = np.maximum(sequence_kv_bytes(dep, batch, ctx + 1) - mem.kv_capacity, 0.0)
+        before = dec.time
+        dec = offload.with_host_reads(dec, tier, host)
+        features["kv_offload"] = {"tier": tier.describe(), "host_capacity_bytes_per_gpu": tier.capacity_bytes,
+                                  "host_kv_bytes_per_gpu": float(np.max(host)),
+                                  "added_ms_per_step": float(np.mean(dec.time - before)) * 1e3}
+    return pre, dec, tau, mem, features

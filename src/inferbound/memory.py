@@ -12,6 +12,9 @@
   (runtime.kv_capacity_bytes: each engine's own rule, e.g. vLLM's gpu_memory_utilization).
 
 A batch fits when its KV cache fits the engine's KV allocation (and the weights leave room for it).
+Engine features (docs/features/): speculative decoding adds the draft's weights and its own KV, and k
+drafted slots per sequence to the target's KV (``sequence_kv_bytes``); a host KV tier
+(``kv_offload=host``, offload.py) adds its pool to the KV allocation.
 Functions over a deployment take it whole; the arithmetic of the model under a layout
 (weights, KV, activations per GPU) takes (model, dtypes, parallelism).
 """
@@ -111,6 +114,7 @@ class MemoryReport:
     capacity: float
     kv_capacity: float = 0.0  # KV bytes the engine allocates on this GPU
     unused: float = 0.0
+    kv_host_capacity: float = 0.0  # host-memory KV pool per GPU (kv_offload=host), beside kv_capacity
 
     @property
     def total(self):
@@ -118,11 +122,18 @@ class MemoryReport:
 
     @property
     def fits(self):
-        return (self.kv_cache <= self.kv_capacity) & (self.total <= self.capacity)
+        on_gpu = np.minimum(self.kv_cache, self.kv_capacity) if self.kv_host_capacity else self.kv_cache
+        return (self.kv_cache <= self.kv_capacity + self.kv_host_capacity) & \
+            (self.weights + on_gpu + self.activations + self.reserve <= self.capacity)
+
+    @property
+    def in_host(self):
+        """KV bytes per GPU beyond the device allocation, held in the host tier."""
+        return np.maximum(self.kv_cache - self.kv_capacity, 0.0) if self.kv_host_capacity else 0.0 * self.kv_cache
 
     @property
     def free(self):
-        return self.kv_capacity - self.kv_cache
+        return self.kv_capacity + self.kv_host_capacity - self.kv_cache
 
     @property
     def reason(self) -> str:
@@ -133,8 +144,10 @@ class MemoryReport:
         if cap <= 0:
             return (f"the weights ({w / 1e9:.1f} GB per GPU) leave the engine no memory for a KV cache on a "
                     f"{self.capacity / 1e9:.0f} GB GPU")
-        if kv > cap:
-            return f"the batch's KV cache ({kv / 1e9:.1f} GB per GPU) exceeds the {cap / 1e9:.1f} GB the engine allocates"
+        if kv > cap + self.kv_host_capacity:
+            host = f" + {self.kv_host_capacity / 1e9:.1f} GB host tier" if self.kv_host_capacity else ""
+            return (f"the batch's KV cache ({kv / 1e9:.1f} GB per GPU) exceeds the {cap / 1e9:.1f} GB the engine "
+                    f"allocates{host}")
         return (f"weights + KV + activations + reserve need {float(np.max(self.total)) / 1e9:.1f} GB per GPU of "
                 f"{self.capacity / 1e9:.0f} GB")
 
@@ -160,20 +173,44 @@ def memory_report(dep, batch, context, step_tokens=None) -> MemoryReport:
     step_tokens = np.asarray(batch) * np.asarray(context) if step_tokens is None else step_tokens
     if rt.continuous:
         step_tokens = np.minimum(step_tokens, rt.token_budget * par.attention_groups)
-    w = weight_bytes_per_gpu(m, dt, par)
+    from .runtime import draft_weight_bytes
+    w = weight_bytes_per_gpu(m, dt, par) + draft_weight_bytes(dep, rt)
     act = activation_bytes(m, dt, par, step_tokens, batch)
     cap = kv_capacity(dep)
-    kv = kv_bytes_per_gpu(m, dt, par, batch, context)
+    kv = sequence_kv_bytes(dep, batch, context)
     reserve = runtime_reserve_bytes()
     unused = max(dep.gpu.hbm_bytes - w - cap - reserve - float(np.max(act)), 0.0)
     return MemoryReport(weights=w, kv_cache=kv, activations=act, reserve=reserve, capacity=dep.gpu.hbm_bytes,
-                        kv_capacity=cap, unused=unused)
+                        kv_capacity=cap, unused=unused, kv_host_capacity=host_kv_capacity(dep))
+
+
+def sequence_kv_bytes(dep, batch, context, rt=None):
+    """KV bytes on the most loaded GPU of ``batch`` sequences holding ``context`` tokens under the runtime
+    (default the deployment's): the target's at context + k (the k drafted slots of speculative decoding,
+    speculative.extra_kv_tokens) plus the draft's own KV at ``context``."""
+    from .speculative import drafter_of, extra_kv_tokens
+    rt = rt or dep.runtime
+    k = extra_kv_tokens(rt)
+    kv = kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, batch, np.asarray(context, dtype=float) + k)
+    dr = drafter_of(dep, rt) if k else None
+    if dr is not None and dr.model is not None:
+        kv = kv + dr.kv_bytes_per_gpu(batch, context)
+    return kv
+
+
+def host_kv_capacity(dep, rt=None) -> float:
+    """The host KV tier per GPU (offload.py), 0 without kv_offload=host."""
+    from .offload import tier_of
+    tier = tier_of(dep, rt)
+    return 0.0 if tier is None else tier.capacity_bytes
 
 
 def max_batch(dep, context):
-    """Largest batch whose KV cache at ``context`` tokens each fits the engine's KV allocation."""
-    per_seq = kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, context)
-    return np.maximum(np.floor(kv_capacity(dep) / np.maximum(per_seq, 1e-30)), 0).astype(int)
+    """Largest batch whose KV cache at ``context`` tokens each fits the engine's KV allocation (and the host
+    tier, with kv_offload=host)."""
+    per_seq = sequence_kv_bytes(dep, 1, context)
+    room = kv_capacity(dep) + host_kv_capacity(dep)
+    return np.maximum(np.floor(room / np.maximum(per_seq, 1e-30)), 0).astype(int)
 
 
 def max_context(dep, batch, limit: int = 10_000_000) -> int:

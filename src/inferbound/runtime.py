@@ -60,6 +60,14 @@ class Runtime:
     sliding_window: bool
     overridden: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())  # adjustments the user should know about (printed as warnings)
+    # issue 14 features (FEATURES below; docs/features/*.md): speculative decoding, prefix caching, KV offload
+    speculative: str | None = None  # draft:MODEL | eagle | mtp | ngram (speculative.py)
+    spec_tokens: int = 0  # k tokens drafted per step
+    acceptance: float = 0.0  # a, probability a drafted token is accepted
+    prefix_hit_rate: float = 0.0  # share of each prompt's tokens found in the prefix cache (prefix.py)
+    shared_prefix_len: int = 0  # tokens of a system prompt every request shares
+    kv_offload: str = "none"  # none | host (offload.py)
+    kv_offload_bytes: float | None = None  # host KV pool per GPU (None: the default rule)
 
     @property
     def name(self) -> str:
@@ -69,8 +77,17 @@ class Runtime:
         """'vLLM 0.33.0 (V1): block 16, budget 8192, max 1024 seqs, gpu_memory_utilization 0.92'."""
         frac = "auto" if self.memory_fraction is None else f"{self.memory_fraction:g}"
         seqs = "auto" if self.max_num_seqs is None else f"{self.max_num_seqs}"
+        extra = ""
+        if self.speculative is not None:
+            extra += f", speculative {self.speculative} k={self.spec_tokens} a={self.acceptance:g}"
+        if self.prefix_hit_rate:
+            extra += f", prefix hit rate {self.prefix_hit_rate:g}"
+        if self.shared_prefix_len:
+            extra += f", shared prefix {self.shared_prefix_len} tokens"
+        if self.kv_offload != "none":
+            extra += f", KV offload {self.kv_offload}"
         return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
-                f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}")
+                f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}{extra}")
 
 
 def profile_of(engine: str | None = None, version: str | None = None) -> EngineProfile:
@@ -128,11 +145,14 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     if "preemption" in given and given["preemption"] not in PREEMPTIONS:
         raise ValueError(f"preemption={given['preemption']!r} unknown; allowed: {', '.join(PREEMPTIONS)}")
     unknown = set(given) - set(checks) - {"memory_fraction", "reservation", "preemption", "chunked_prefill",
-                                           "prefix_caching"}
+                                           "prefix_caching"} - set(FEATURES)
     if unknown:
         raise ValueError(f"runtime option {sorted(unknown)[0]!r} unknown; allowed: block_size, token_budget, "
-                         f"max_num_seqs, memory_fraction, reservation, preemption, chunked_prefill, prefix_caching")
-    rt = replace(rt, **{k: (int(v) if k in checks else v) for k, v in given.items()}, overridden=tuple(sorted(given)))
+                         f"max_num_seqs, memory_fraction, reservation, preemption, chunked_prefill, prefix_caching, "
+                         f"{', '.join(FEATURES)}")
+    base = {k: (int(v) if k in checks else v) for k, v in given.items() if k not in FEATURES}
+    feats, notes = _features(dep, rt, given)
+    rt = replace(rt, **{**base, **feats}, overridden=tuple(sorted(given)), notes=rt.notes + notes)
     if rt.max_num_seqs is None and p.max_seqs_auto is not None:
         kv_tokens = kv_capacity_bytes(dep, rt, p) / max(float(_kv_token_bytes(dep)), 1e-30)
         context = dep.model.max_position_embeddings or 4096
@@ -150,6 +170,87 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     return replace(rt, cuda_graph_max_batch=int(graphs))
 
 
+#: runtime.resolve overrides of the issue-14 features (options.py ENGINE declares them; docs/features/)
+FEATURES = ("speculative", "spec_tokens", "acceptance", "prefix_hit_rate", "shared_prefix_len", "kv_offload",
+            "kv_offload_gb")
+
+
+def _number(name: str, v, low, high=None, high_open: bool = False, integer: bool = False):
+    """``v`` checked as a number in [low, high] (or [low, high)); one-line ValueError naming ``name``."""
+    bad = isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or (integer and int(v) != v)
+    if not bad:
+        bad = v < low or (high is not None and (v >= high if high_open else v > high))
+    if bad:
+        kind = "an integer" if integer else "a number"
+        rng = f">= {low:g}" if high is None else f"in [{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name}={v!r} must be {kind} {rng}")
+    return int(v) if integer else float(v)
+
+
+def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
+    """The feature overrides validated (one-line errors naming the field) and the notes they imply:
+    speculative decoding (speculative.py), prefix caching (prefix.py), KV offload (offload.py)."""
+    from . import offload, speculative
+    out, notes = {}, []
+    spec = given.get("speculative")
+    k, a = given.get("spec_tokens"), given.get("acceptance")
+    if spec is None:
+        for name, v in (("spec_tokens", k), ("acceptance", a)):
+            if v is not None:
+                raise ValueError(f"{name}={v!r} given without speculative; allowed: set speculative "
+                                 f"({speculative.ALLOWED})")
+    else:
+        method, _ = speculative.parse_method(spec)
+        m = dep.model
+        if method == "mtp" and not m.mtp_layers:
+            raise ValueError(f"speculative='mtp' needs a model with multi-token-prediction layers "
+                             f"(num_nextn_predict_layers >= 1); {m.name} has none; allowed: draft:MODEL, eagle, ngram")
+        if k is None:
+            if method != "mtp":
+                raise ValueError(f"speculative={spec!r} needs spec_tokens (tokens drafted per step, an integer "
+                                 f">= 1), e.g. spec_tokens=3")
+            k = m.mtp_layers
+            notes.append(f"spec_tokens defaults to the model's num_nextn_predict_layers={k} (vLLM's default for MTP)")
+        k = _number("spec_tokens", k, 1, 32, integer=True)
+        if a is None:
+            if method != "mtp":
+                raise ValueError(f"speculative={spec!r} needs acceptance (the probability a drafted token is "
+                                 f"accepted, a number in [0, 1)), e.g. acceptance=0.7")
+            d = speculative.defaults()["mtp_acceptance"]
+            a = float(d["value"])
+            notes.append(f"acceptance defaults to {a:g} for MTP ({d['source']})")
+        a = _number("acceptance", a, 0.0, 1.0, high_open=True)
+        out.update(speculative=str(spec).strip(), spec_tokens=k, acceptance=a)
+    h, s = given.get("prefix_hit_rate"), given.get("shared_prefix_len")
+    if h is not None:
+        out["prefix_hit_rate"] = _number("prefix_hit_rate", h, 0.0, 1.0)
+    if s is not None:
+        out["shared_prefix_len"] = _number("shared_prefix_len", s, 0, integer=True)
+    if out.get("prefix_hit_rate") and out.get("shared_prefix_len"):
+        raise ValueError(f"prefix_hit_rate={h!r} and shared_prefix_len={s!r} given together; allowed: one of them")
+    if out.get("prefix_hit_rate") or out.get("shared_prefix_len"):
+        if given.get("prefix_caching") is False:
+            raise ValueError("prefix_hit_rate/shared_prefix_len need prefix caching, and prefix_caching=False was "
+                             "given; allowed: prefix caching on, or no prefix hits")
+        if not rt.prefix_caching and given.get("prefix_caching") is not True:
+            out["prefix_caching"] = True
+            notes.append(f"prefix caching turned on for the prefix hits ({rt.label} has it off by default)")
+    mode, gb = given.get("kv_offload"), given.get("kv_offload_gb")
+    if mode is not None:
+        if mode not in offload.MODES:
+            raise ValueError(f"kv_offload={mode!r} unknown; allowed: {', '.join(offload.MODES)}")
+        if mode == "host":
+            offload.host_link(dep.gpu)  # a GPU without a host tier: one line now
+        out["kv_offload"] = mode
+    if gb is not None:
+        if out.get("kv_offload", "none") != "host":
+            raise ValueError(f"kv_offload_gb={gb!r} given without kv_offload='host'; allowed: set kv_offload=host")
+        out["kv_offload_bytes"] = _number("kv_offload_gb", gb, 0.0) * 1e9
+        if not out["kv_offload_bytes"]:
+            raise ValueError(f"kv_offload_gb={gb!r} must be a number > 0")
+    return out, tuple(notes)
+
+
 def _kv_token_bytes(dep) -> float:
     from .memory import kv_bytes_per_gpu
     return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, 1))
@@ -159,7 +260,7 @@ def kv_capacity_bytes(dep, rt: Runtime, profile: EngineProfile | None = None, ac
     """KV-cache bytes per GPU the engine allocates (module docstring); 0 when nothing is left."""
     from .memory import activation_bytes, weight_bytes_per_gpu
     p = profile or profile_of(rt.engine)
-    w = weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par)
+    w = weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par) + draft_weight_bytes(dep, rt)
     a = activation_bytes(dep.model, dep.dtypes, dep.par, rt.token_budget, min(rt.max_num_seqs or rt.token_budget,
                                                                               rt.token_budget)) \
         if activations is None else activations
@@ -170,3 +271,11 @@ def kv_capacity_bytes(dep, rt: Runtime, profile: EngineProfile | None = None, ac
         kv = kv_cache_bytes(p, dep.gpu.hbm_bytes, w, a, n, fraction=rt.memory_fraction, tp=dep.par.tp,
                             pp=dep.par.pp)
     return float(np.maximum(kv, 0.0))
+
+
+def draft_weight_bytes(dep, rt: Runtime) -> float:
+    """Weights per GPU of the runtime's speculative draft (speculative.Drafter), 0 without one: the engine
+    loads them beside the target's, so the KV cache gets that much less."""
+    from .speculative import drafter_of
+    dr = drafter_of(dep, rt)
+    return 0.0 if dr is None else dr.weight_bytes_per_gpu()

@@ -221,3 +221,35 @@ def prefill(dep, batch, input_len) -> StepCost:
 def decode(dep, batch, context) -> StepCost:
     """A static batch's decode step: ``batch`` sequences after ``context`` cached tokens, in a stream."""
     return price(dep, uniform(dep.model, decode=batch, context=context), "stream")
+
+
+# -- work added to a priced step (speculative drafts, host-memory KV reads) ------------------------------
+def add_work(a: StepCost, b: StepCost | None) -> StepCost:
+    """``a`` and ``b`` run back to back in one step: times, splits, collective kinds, FLOPs and bytes add
+    (``a``'s operators are kept as the step's detail)."""
+    if b is None:
+        return a
+    kinds = dict(a.comm_kinds)
+    for k, v in b.comm_kinds.items():
+        kinds[k] = kinds.get(k, 0.0) + v
+    split = {k: a.split.get(k, 0.0) + b.split.get(k, 0.0) for k in set(a.split) | set(b.split)}
+    return StepCost(a.ops, a.time + b.time, a.overhead + b.overhead, split, kinds, a.flops + b.flops,
+                    a.bytes + b.bytes)
+
+
+def scale_cost(c: StepCost, f) -> StepCost:
+    """``f`` copies of the priced work ``c`` (arrays allowed)."""
+    return StepCost(c.ops, c.time * f, c.overhead * f, {k: v * f for k, v in c.split.items()},
+                    {k: v * f for k, v in c.comm_kinds.items()}, c.flops * f, c.bytes * f)
+
+
+def with_time(c: StepCost, seconds, key: str, kind: str | None = None) -> StepCost:
+    """``c`` with ``seconds`` (arrays allowed; negative removes) added to split ``key`` and the step's time
+    (and to collective kind ``kind``, e.g. a host-memory transfer)."""
+    split = dict(c.split)
+    split[key] = split.get(key, 0.0) + seconds
+    kinds = dict(c.comm_kinds)
+    if kind is not None:
+        kinds[kind] = kinds.get(kind, 0.0) + seconds
+    over = c.overhead + seconds if key == "overhead" else c.overhead
+    return StepCost(c.ops, c.time + seconds, over, split, kinds, c.flops, c.bytes)

@@ -136,6 +136,9 @@ def show_max_throughput(r, gpu=None) -> None:
                  ("$ per M output tokens", "n/a (no price)" if r.usd_per_million_output_tokens is None
                   else f"${r.usd_per_million_output_tokens:,.3f}" + _tag(gpu))):
         t.add_row(k, v)
+    from .features_view import max_throughput_rows
+    for k, v in max_throughput_rows(r):  # speculative decoding, KV offload (docs/features/)
+        t.add_row(k, v)
     console.print(t)
 
 
@@ -169,6 +172,8 @@ def show_estimate(e) -> None:
             ("whole decode step compute-bound from batch", str(e.decode_compute_bound_batch or "never (<=65536)")),
             ("decode without KV cache", f"{ms(e.decode_without_kv_cache_s)} "
                                         f"({e.decode_without_kv_cache_s / max((e.output_len - 1) * e.tpot_s, 1e-12):,.0f}x)")]
+    from .features_view import estimate_rows
+    rows += estimate_rows(e)  # speculative decoding, prefix cache, KV offload (docs/features/)
     for r in rows:
         t.add_row(*r)
     console.print(t)

@@ -96,6 +96,8 @@ def show(res, plot: Path | None) -> None:
                                               f"{_price_tag(res.deployment.gpu)}")]
     if s["mode"] == "disaggregated":
         rows.append(("KV transfer (ms, mean)", f"{_f(s['kv_transfer_ms_mean'])} over {s['kv_link']}"))
+    from .features_view import simulate_rows
+    rows += simulate_rows(s)  # prefix cache, speculative decoding, KV offload (docs/features/)
     for r in rows:
         u.add_row(*r)
     console.print(u)

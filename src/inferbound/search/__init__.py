@@ -63,7 +63,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     ``gpu_scale``: what-if copies of the searched GPUs (hardware/whatif.py) ranked beside them.
     ``prices``: the user's USD per GPU-hour by catalog GPU id (--price GPU=USD; hardware/prices.py) in place
     of the catalog's cited figure, noted in the result.
-    ``progress(done, total)`` is called while layouts evaluate.
+    ``progress(done, total)`` is called while layouts evaluate. ``engine_options`` may carry the engine features
+(speculative, spec_tokens, acceptance, prefix_hit_rate, shared_prefix_len, kv_offload, kv_offload_gb):
+with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spec_sweep``).
     Raises ValueError naming the closest miss when no configuration meets the constraints.
     """
     t0 = time.perf_counter()
@@ -100,6 +102,7 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
                         engine, options)
     if not space.deployments:
         raise ValueError(f"no layout of {m.name} fits within max_gpus={max_gpus}: {space.skipped_summary()}")
+    spec_sweep(space, options)
     deps, combos, works, per_layout = [], [], [], []
     for mode in modes:  # each layout once per serving mode; the modes are ranked together
         w_mode = replace(w, disaggregated=mode)
@@ -131,6 +134,21 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
                         modes=tuple("disaggregated" if x else "aggregated" for x in modes),
                         engine=space.deployments[0].runtime.describe(),
                         default_frontier=tuple(d["output"]["frontier"]))
+
+
+def spec_sweep(space, options: dict) -> None:
+    """With speculative decoding, every layout once per k = 1..k_max drafted tokens (k_max: the options'
+    spec_tokens), each labelled ``spec k=K``; the search ranks them with the rest (docs/features/speculative.md)."""
+    if not options.get("speculative"):
+        return
+    k_max = int(space.deployments[0].runtime.spec_tokens)
+    deps, combos = [], []
+    for dep, combo in zip(space.deployments, space.combos):
+        for k in range(k_max, 0, -1):  # the stated k first: the engine line describes it
+            opts = {**dict(dep.engine_options), "spec_tokens": k}
+            deps.append(dep if k == k_max else replace(dep, engine_options=tuple(sorted(opts.items()))))
+            combos.append(f"{combo} spec k={k}")
+    space.deployments, space.combos = deps, combos
 
 
 def _feasible(points: Points, constraints: list[Constraint], objective: str, notes: list[str]) -> np.ndarray:

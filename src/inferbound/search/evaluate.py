@@ -37,6 +37,10 @@ is kept. Then, per (D, k),
     tok/s = y·D/t_d  GPUs = (x + y)·G   watts = G·(y·P_d + x·(u·P_p + (1 − u)·P_idle)),
                                         u = y·R_d/(x·R_p) the prefill pool's busy share.
 
+Engine features (workloads/features.py; docs/features/): the steps carry the runtime's speculative
+decoding, prefix hits and host KV tier (steady_state.steps, caps); a disaggregated prefill step prefills
+only each prompt's uncached tokens (the draft's own prefill there is not priced).
+
 Length mixes (workloads/lengths.py): the steps price every class (steady_state.load); aggregated TTFT
 is the request-weighted mean over classes, Σ w_c TTFT_c; disaggregated prefill steps carry the classes
 in their shares.
@@ -173,7 +177,7 @@ def _aggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
     return LayoutPoints(step_s=t, ttft_s=ttft, tok_s=dec * (1 + steady_state.prompts_per_decode(mix)) / t, watts=watts * g, gpus=ones * g,
                         prefill_replicas=ones * 0, decode_replicas=ones, cap=min(caps, key=caps.get),
                         kv_capacity_bytes=capacity,
-                        concurrent_seqs=np.ceil(steady_state.concurrency(dec, mix)).astype(np.int64))
+                        concurrent_seqs=np.ceil(steady_state.concurrency(dec, mix, dep.runtime)).astype(np.int64))
 
 
 def prefill_batches(k_max: int) -> list[int]:
@@ -185,15 +189,17 @@ def prefill_batches(k_max: int) -> list[int]:
 def _prefill_step(sm: StepModel, mix: Mix, k: int, budget: int):
     """(seconds, watts per GPU) of one prefill step of k prompts in the mix's shares; a prompt longer
     than the token budget runs alone in chunks of the budget."""
+    from ..prefix import cached_tokens
+    cached = [float(cached_tokens(sm.dep.runtime, i)) for i in mix.inputs]  # prefix hits (prefix.py)
     if k == 1 and max(mix.inputs) > budget:
         secs = joules = 0.0
-        for wt, i in zip(mix.weights, mix.inputs):
-            s, j = steady_state.prompt_steps(sm, 0.0, 0.0, float(budget), i)
+        for wt, i, c in zip(mix.weights, mix.inputs, cached):
+            s, j = steady_state.prompt_steps(sm, 0.0, 0.0, float(budget), i - c, c)
             secs, joules = secs + wt * float(s), joules + wt * float(j)
         return secs, joules / secs
     load = None
-    for wt, i in zip(mix.weights, mix.inputs):
-        part = uniform(sm.dep.model, prompts=float(k) * wt, new=float(i))
+    for wt, i, c in zip(mix.weights, mix.inputs, cached):
+        part = uniform(sm.dep.model, prompts=float(k) * wt, new=float(i - c), past=c)
         load = part if load is None else load + part
     t, p = _priced(sm, load)
     return float(t), float(p)

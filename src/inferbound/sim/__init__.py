@@ -100,7 +100,7 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
         input_len, output_len, input_dist, output_dist, notes = _dataset_lengths(dataset)
     rt = runtime_with(dep, block_size=block_size, token_budget=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                       memory_fraction=memory_fraction, preemption=preemption)
-    cfg = engine_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks)
+    cfg = engine_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks, seed)
     for name, v in (("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms), ("slo_e2e_ms", slo_e2e_ms)):
         if v is not None and not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
             raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
@@ -110,6 +110,8 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
                        input_dist, output_dist)
     else:
         reqs = list(trace) if isinstance(trace, (list, tuple)) else read_trace(trace)
+    reqs, prefix_notes = _with_prefixes(reqs, rt)
+    notes = notes + prefix_notes
     if progress is True:
         run = _with_progress_bar(dep, reqs, cfg, source)
     else:
@@ -117,8 +119,40 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
     summary = summarize(run, slo)
     summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None,
-                   notes=notes)
+                   notes=notes, **_feature_summary(run, cfg))
     return SimResult(summary, run, dep)
+
+
+def _with_prefixes(reqs: list[Request], rt) -> tuple[list[Request], list[str]]:
+    """Requests with the shared prefix the runtime states (prefix.request_prefix: --prefix-hit-rate,
+    --shared-prefix-len), where they name none of their own (a trace's prefix ids win)."""
+    from dataclasses import replace
+
+    from .. import prefix
+    named = any(r.prefix_id >= 0 for r in reqs)
+    if named and not rt.prefix_caching:
+        return reqs, [f"the trace names shared prefixes but {rt.label} runs without prefix caching: no hits"]
+    if named or not prefix.active(rt):
+        return reqs, []
+    out = []
+    for r in reqs:
+        pid, plen = prefix.request_prefix(rt, r.input_len)
+        out.append(replace(r, prefix_id=pid, prefix_len=plen) if plen > 0 else r)
+    return out, []
+
+
+def _feature_summary(run: Run, cfg) -> dict:
+    """The features' own figures: prompt tokens found in the prefix cache, tokens per verify pass."""
+    L = run.ledger
+    hit, computed = float(sum(L.hit_tokens)), float(sum(L.computed_tokens))
+    out = {"prefix_caching": cfg.prefix_caching,
+           "prefix_hit_rate": hit / (hit + computed) if cfg.prefix_caching and hit + computed > 0 else None}
+    if cfg.spec is not None:
+        out.update(speculative=cfg.spec.describe(), spec_tokens=cfg.spec.k, acceptance=cfg.spec.acceptance,
+                   tokens_per_step=L.verify_tokens / L.verify_passes if L.verify_passes else None)
+    if cfg.device_blocks is not None:
+        out.update(kv_device_blocks=cfg.device_blocks, kv_host_blocks=cfg.num_blocks - cfg.device_blocks)
+    return out
 
 
 def _dataset_lengths(name: str):

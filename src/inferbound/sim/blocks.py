@@ -10,7 +10,10 @@ engine allocates for KV (runtime.kv_capacity_bytes: the engine's own rule) divid
 Layers with a sliding or chunked window keep at most ``window`` tokens, so a long sequence needs fewer
 bytes there than ``blocks · block``; the pool counts every layer as full (block_size <= window), which
 is conservative: it never admits a sequence the real cache could not hold. With pipeline stages the
-block is the heaviest stage's share (as memory.kv_bytes_per_gpu counts it).
+block is the heaviest stage's share (as memory.kv_bytes_per_gpu counts it). With speculative decoding a
+block also carries the draft's own KV of its tokens (speculative.Drafter). A host KV tier
+(``kv_offload=host``, offload.py) adds floor(K_host / block) blocks per attention group behind the
+device's (``host_blocks``); the scheduler reads the blocks in use beyond the device's over the host link.
 """
 from __future__ import annotations
 
@@ -24,15 +27,30 @@ def blocks_for(tokens: int, block_size: int) -> int:
     return -(-int(tokens) // block_size)
 
 
-def block_bytes_per_gpu(dep: Deployment, block_size: int) -> float:
-    """Bytes one block (block_size tokens of one sequence, all layers counted full) takes on its GPU."""
-    return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, block_size))
+def block_bytes_per_gpu(dep: Deployment, block_size: int, rt: Runtime | None = None) -> float:
+    """Bytes one block (block_size tokens of one sequence, all layers counted full) takes on its GPU, the
+    draft's KV of those tokens included under speculative decoding."""
+    from ..speculative import drafter_of
+    b = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, block_size))
+    dr = drafter_of(dep, rt or dep.runtime)
+    if dr is not None and dr.model is not None:
+        b += float(dr.kv_bytes_per_gpu(dep.par.attention_groups, block_size))
+    return b
+
+
+def host_blocks(dep: Deployment, rt: Runtime) -> int:
+    """Blocks of one replica's host KV tier (0 without kv_offload=host)."""
+    from ..offload import tier_of
+    tier = tier_of(dep, rt)
+    if tier is None:
+        return 0
+    return int(tier.capacity_bytes // block_bytes_per_gpu(dep, rt.block_size, rt)) * dep.par.attention_groups
 
 
 def kv_capacity_blocks(dep: Deployment, rt: Runtime) -> int:
     """KV blocks one replica can hold (module docstring); ValueError when nothing is left for KV."""
     capacity = kv_capacity_bytes(dep, rt)
-    blocks = int(capacity // block_bytes_per_gpu(dep, rt.block_size)) * dep.par.attention_groups
+    blocks = int(capacity // block_bytes_per_gpu(dep, rt.block_size, rt)) * dep.par.attention_groups
     if blocks < 1:
         raise ValueError(f"deployment={dep.model.name} on {dep.label()} leaves no memory for KV blocks under "
                          f"{rt.label} ({capacity / 1e9:.2f} GB per GPU for KV); use more GPUs or a smaller dtype")

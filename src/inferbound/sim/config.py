@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..deployment import Deployment
 from ..runtime import Runtime, resolve
-from .blocks import kv_capacity_blocks
+from .blocks import host_blocks, kv_capacity_blocks
 from .engine import PREEMPTION, EngineConfig
 
 
@@ -28,12 +28,14 @@ def runtime_with(dep: Deployment, **overrides) -> Runtime:
 
 
 def engine_config(dep: Deployment, rt: Runtime | None = None, replicas=None, prefill_replicas=0, decode_replicas=0,
-                  num_blocks=None) -> EngineConfig:
+                  num_blocks=None, seed: int = 0) -> EngineConfig:
     """Size and validate the simulated replicas (one-line errors).
 
     ``replicas`` defaults to the deployment's data-parallel copies (``par.replicas``). Disaggregated
     mode needs both ``prefill_replicas`` and ``decode_replicas`` >= 1. ``num_blocks`` overrides the
-    pool size computed from memory (blocks.kv_capacity_blocks).
+    pool size computed from memory (blocks.kv_capacity_blocks); a host KV tier (kv_offload=host) adds its
+    blocks behind the device's (blocks.host_blocks). The runtime's speculative decoding and prefix caching
+    come along (the scheduler's rules); ``seed`` seeds the acceptance draws.
     """
     rt = rt or dep.runtime
     groups = dep.par.attention_groups
@@ -52,7 +54,13 @@ def engine_config(dep: Deployment, rt: Runtime | None = None, replicas=None, pre
     if px and replicas not in (None, 1):
         raise ValueError(f"replicas={replicas} is for aggregated mode; with prefill/decode replicas leave it unset")
     blocks = kv_capacity_blocks(dep, rt) if num_blocks is None else _int("num_blocks", num_blocks, 1)
-    return EngineConfig(block_size=rt.block_size, max_num_batched_tokens=budget, max_num_seqs=seqs, num_blocks=blocks,
-                        preemption=pre, replicas=reps if not px else px + dx, prefill_replicas=px,
-                        decode_replicas=dx, reserve_full=rt.reservation == "max", chunked_prefill=rt.chunked_prefill,
-                        mixed_batches=rt.mixed_batches, engine=rt.describe())
+    from ..offload import defaults as offload_defaults
+    from ..speculative import spec_of
+    host = host_blocks(dep, rt)
+    return EngineConfig(block_size=rt.block_size, max_num_batched_tokens=budget, max_num_seqs=seqs,
+                        num_blocks=blocks + host, preemption=pre, replicas=reps if not px else px + dx,
+                        prefill_replicas=px, decode_replicas=dx, reserve_full=rt.reservation == "max",
+                        chunked_prefill=rt.chunked_prefill, mixed_batches=rt.mixed_batches, engine=rt.describe(),
+                        spec=spec_of(rt), prefix_caching=bool(rt.prefix_caching),
+                        device_blocks=blocks if host else None,
+                        host_overlap=float(offload_defaults()["overlap"]["value"]), seed=int(seed))

@@ -60,6 +60,15 @@ class EngineConfig:
     chunked_prefill: bool = True  # a prompt may be split over steps
     mixed_batches: bool = True  # prefill chunks ride in decode steps (else prefill-first steps)
     engine: str = ""  # the engine and its settings, for the summary
+    spec: object = None  # speculative.Spec: k drafted tokens per step at acceptance a (None: off)
+    prefix_caching: bool = False  # requests' shared prefixes are cached (sim/prefix.py)
+    device_blocks: int | None = None  # blocks on the GPU; the rest of num_blocks is the host tier (offload.py)
+    host_overlap: float = 1.0  # ω of the host-tier reads (offload.py)
+    seed: int = 0  # the acceptance draws of speculative decoding
+
+    @property
+    def spec_k(self) -> int:
+        return 0 if self.spec is None else int(self.spec.k)
 
     @property
     def disaggregated(self) -> bool:
@@ -92,7 +101,8 @@ def transfer_seconds(dep: Deployment, link: Link, prompt_tokens: int) -> float:
 
 def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
     """Every request must fit one replica's pool alone, else it could never run (vLLM rejects it too)."""
-    tokens = np.fromiter((r.input_len + r.output_len - 1 for r in requests), dtype=np.int64, count=len(requests))
+    tokens = np.fromiter((r.input_len + r.output_len - 1 + cfg.spec_k for r in requests), dtype=np.int64,
+                         count=len(requests))  # + the k drafted slots of speculative decoding
     need = -(-tokens // cfg.block_size)  # the last token is sampled, never cached
     bad = np.flatnonzero(need > cfg.num_blocks)
     if bad.size:
@@ -102,6 +112,20 @@ def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
 
 
 STEP_END, KV_ARRIVED = "step end", "kv arrived"  # heap event kinds
+
+
+def replica_extras(dep: Deployment, cfg: EngineConfig, block_bytes: float) -> dict:
+    """What the scheduler needs for the engine features: the draft's step model (speculative.Drafter), the
+    seconds to read one block from the host tier (offload.py)."""
+    from ..offload import host_link
+    from ..speculative import drafter_for
+    out = {"drafter": drafter_for(dep, cfg.spec), "draft_sm": None, "host_s_per_block": 0.0}
+    if out["drafter"] is not None and out["drafter"].model is not None:
+        out["draft_sm"] = out["drafter"].step_model(cfg.max_num_batched_tokens)
+    if cfg.device_blocks is not None and cfg.device_blocks < cfg.num_blocks:
+        _, bw, eff, _ = host_link(dep.gpu)
+        out["host_s_per_block"] = block_bytes / (bw * eff)
+    return out
 
 
 def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
@@ -116,11 +140,12 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
     L = Ledger(order)
     source.start(L)
     sm = StepModel(dep, cfg.max_num_batched_tokens)
-    swap_s = block_bytes_per_gpu(dep, cfg.block_size) / pcie_link(dep.gpu).effective_bw \
-        if cfg.preemption == "swap" else 0.0
+    block_b = block_bytes_per_gpu(dep, cfg.block_size)
+    swap_s = block_b / pcie_link(dep.gpu).effective_bw if cfg.preemption == "swap" else 0.0
+    extras = replica_extras(dep, cfg, block_b)
 
     def make(i: int, role: str) -> Replica:
-        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg, swap_s, role)
+        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg, swap_s, role, extras)
 
     if cfg.disaggregated:
         front = [make(i, "prefill") for i in range(cfg.prefill_replicas)]

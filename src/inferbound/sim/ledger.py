@@ -3,7 +3,8 @@
 Per request (index = position in arrival order): arrival, prompt and output lengths, tokens generated
 so far, tokens cached while it is off the GPU (swapped out or in flight between replicas), blocks
 parked in host memory, time of its last token, first admission (queue exit), first token, finish,
-preemption count. Scalar state lives in Python lists (fast single-element access); the summary turns
+preemption count, its shared prefix (id, length) and the prompt tokens its admissions found cached.
+Speculative decoding: the verify passes run and the tokens they yielded (their ratio is the measured τ). Scalar state lives in Python lists (fast single-element access); the summary turns
 them into numpy arrays.
 
 Per-token gaps (ITL samples): every token after the first adds (its time − the previous token's time),
@@ -45,6 +46,12 @@ class Ledger:
         self.first_s = [math.nan] * n
         self.finish_s = [math.nan] * n
         self.preempts = [0] * n
+        self.prefix_id = [r.prefix_id for r in requests]
+        self.prefix_len = [r.prefix_len for r in requests]
+        self.hit_tokens = [0] * n  # prompt tokens found in the prefix cache (all admissions)
+        self.computed_tokens = [0] * n  # prompt (and recomputed) tokens prefilled
+        self.verify_passes = 0  # speculative decoding: sequences verified ...
+        self.verify_tokens = 0  # ... and the tokens they yielded
         self._gap_step = array("d")    # a step's duration ...
         self._gap_count = array("d")   # ... and how many sequences waited exactly that long
         self._gap_other: list[np.ndarray] = []
@@ -64,6 +71,12 @@ class Ledger:
             self._gap_count.append(k)
         if k < last.size:
             self._gap_other.append(end - last[~same])
+
+    def record_same_time(self, count: int) -> None:
+        """``count`` tokens that arrive in the same step as the one before them (accepted drafts): gaps 0."""
+        if count:
+            self._gap_step.append(0.0)
+            self._gap_count.append(count)
 
     def record_gap(self, gap: float) -> None:
         self._gap_scalar.append(gap)

@@ -12,6 +12,9 @@
   that mean, default the given length; the heavy tail of chat workloads).
 - Trace files: CSV with a header naming ``arrival_s`` (or ``timestamp``), ``input_len``,
   ``output_len``; or JSONL, one object per line with the same keys. Arrival times are seconds.
+  Optional ``prefix_id`` (an integer >= 0: requests with the same id share their first tokens, e.g. a
+  system prompt or a conversation's history) and ``prefix_len`` (how many of the prompt's tokens are
+  that shared prefix, 1..input_len) feed the prefix cache (sim/prefix.py); both or neither.
 
 All draws come from ``numpy.random.default_rng(seed)`` in a fixed order (gaps, then input lengths,
 then output lengths), so the same seed gives the same workload.
@@ -37,6 +40,8 @@ class Request:
     arrival_s: float
     input_len: int
     output_len: int
+    prefix_id: int = -1  # shared prefix (sim/prefix.py); -1: none
+    prefix_len: int = 0  # tokens of the prompt that are the shared prefix
 
 
 def _check_len(field: str, value, where: str = "") -> int:
@@ -92,7 +97,27 @@ def poisson(rate: float, n: int, input_len: int, output_len: int, seed: int = 0,
 _ARRIVAL_KEYS = ("arrival_s", "timestamp")
 
 
-def _row(rec: dict, where: str) -> tuple[float, int, int]:
+def _prefix(rec: dict, where: str, input_len: int) -> tuple[int, int]:
+    """(prefix_id, prefix_len) of a trace row: both given or neither; id >= 0, 1 <= len <= input_len."""
+    has = [k for k in ("prefix_id", "prefix_len") if rec.get(k) not in (None, "")]
+    if not has:
+        return -1, 0
+    if len(has) == 1:
+        missing = ({"prefix_id", "prefix_len"} - set(has)).pop()
+        raise ValueError(f"{where}{missing} is missing (prefix_id and prefix_len go together)")
+    try:
+        pid = float(rec["prefix_id"])
+    except (TypeError, ValueError):
+        pid = float("nan")
+    if not math.isfinite(pid) or pid != int(pid) or pid < 0:
+        raise ValueError(f"{where}prefix_id={rec['prefix_id']!r} must be an integer >= 0")
+    plen = _check_len("prefix_len", rec["prefix_len"], where)
+    if plen > input_len:
+        raise ValueError(f"{where}prefix_len={plen} must be <= input_len={input_len}")
+    return int(pid), plen
+
+
+def _row(rec: dict, where: str) -> tuple:
     key = next((k for k in _ARRIVAL_KEYS if k in rec and rec[k] not in (None, "")), None)
     if key is None:
         raise ValueError(f"{where}arrival_s is missing (columns: arrival_s or timestamp, input_len, output_len)")
@@ -105,7 +130,8 @@ def _row(rec: dict, where: str) -> tuple[float, int, int]:
     for k in ("input_len", "output_len"):
         if k not in rec or rec[k] in (None, ""):
             raise ValueError(f"{where}{k} is missing (columns: arrival_s or timestamp, input_len, output_len)")
-    return t, _check_len("input_len", rec["input_len"], where), _check_len("output_len", rec["output_len"], where)
+    i = _check_len("input_len", rec["input_len"], where)
+    return (t, i, _check_len("output_len", rec["output_len"], where), *_prefix(rec, where, i))
 
 
 def read_trace(path: str | Path) -> list[Request]:
@@ -114,7 +140,7 @@ def read_trace(path: str | Path) -> list[Request]:
     if not path.is_file():
         raise FileNotFoundError(f"trace={str(path)!r} is not a file")
     text = path.read_text()
-    rows: list[tuple[float, int, int]] = []
+    rows: list[tuple] = []
     jsonl = path.suffix.lower() in (".jsonl", ".ndjson") or text.lstrip().startswith("{")
     if jsonl:
         for i, line in enumerate(text.splitlines(), start=1):

@@ -28,7 +28,17 @@ blocks to host memory (unbounded here) and back when it is readmitted, each way 
 blocks · block bytes per GPU / PCIe bandwidth (every GPU moves its own shard over its own link),
 added to the step that performs the copy (vLLM V0 runs swaps before the forward pass).
 
-Step time and power come from ``StepModel.step(decode contexts, chunks, mode)`` only: a step that
+Engine features (docs/features/): with speculative decoding (sim/stepcost.py) every decoding sequence
+takes k + 1 tokens of the budget and blocks for C + k + 1 tokens (the verify pass writes the KV of all
+drafted positions), and gains 1 + j tokens per step (j accepted drafts, drawn); its blocks are rounded
+back to what its cached tokens need only as it grows. With prefix caching (sim/prefix.py) an admitted
+request with no KV of its own starts at the cached blocks of its prefix (a hit needs them resident),
+its blocks past the cache's become the cache's once prefilled, and freed cache blocks are evicted (LRU)
+before any preemption when blocks run out. With a host KV tier the pool holds the device's blocks and
+the host's; the blocks in use beyond the device's are read over the host link each step.
+
+Step time and power come from ``StepModel.step(decode contexts, chunks, mode)`` (through
+sim/stepcost.StepPricer, which prices verify passes and drafts with the same step model): a step that
 starts when the previous one ends runs in the pipeline's stream, one after idle is isolated
 (step.py). Every block taken or returned goes through the replica's :class:`BlockManager`. State is
 applied when a step is planned, with token timestamps at its end: nothing else touches a busy replica
@@ -44,12 +54,14 @@ import numpy as np
 from ..stepmodel import StepModel
 from .blocks import BlockManager, blocks_for
 from .ledger import Ledger
+from .prefix import PrefixCache
+from .stepcost import StepPricer
 
 
 class DecodeBatch:
     """The decoding sequences of a replica: columns 0..n−1 of named arrays."""
 
-    __slots__ = ("n", "cached", "generated", "target", "blocks", "rid", "admitted", "last_s")
+    __slots__ = ("n", "cached", "generated", "target", "blocks", "rid", "admitted", "last_s", "pid", "depth")
 
     def __init__(self, capacity: int):
         self.n = 0
@@ -60,11 +72,14 @@ class DecodeBatch:
         self.rid = np.zeros(capacity, dtype=np.int64)
         self.admitted = np.zeros(capacity)    # admission order (preemption picks the newest)
         self.last_s = np.zeros(capacity)      # time of the sequence's last token
+        self.pid = np.full(capacity, -1, dtype=np.int64)  # prefix it references (sim/prefix.py), -1: none
+        self.depth = np.zeros(capacity)       # prefix blocks it references (not in ``blocks``)
 
-    def add(self, cached, generated, target, blocks, rid, admitted, last_s) -> None:
+    def add(self, cached, generated, target, blocks, rid, admitted, last_s, pid=-1, depth=0) -> None:
         j = self.n
         self.cached[j], self.generated[j], self.target[j], self.blocks[j] = cached, generated, target, blocks
         self.rid[j], self.admitted[j], self.last_s[j] = rid, admitted, last_s
+        self.pid[j], self.depth[j] = pid, depth
         self.n += 1
 
     def remove(self, j: int) -> None:
@@ -87,15 +102,16 @@ class DecodeBatch:
 class Prefilling:
     """A sequence whose prompt (or recomputation) is being prefilled in chunks."""
 
-    __slots__ = ("rid", "cached", "total", "blocks", "admitted")
+    __slots__ = ("rid", "cached", "total", "blocks", "admitted", "pid", "depth")
 
-    def __init__(self, rid: int, cached: int, total: int, blocks: int, admitted: int):
+    def __init__(self, rid: int, cached: int, total: int, blocks: int, admitted: int, pid: int = -1, depth: int = 0):
         self.rid, self.cached, self.total, self.blocks, self.admitted = rid, cached, total, blocks, admitted
+        self.pid, self.depth = pid, depth  # prefix referenced to ``depth`` blocks (not in ``blocks``)
 
 
 class Replica:
     def __init__(self, index: int, sm: StepModel, pool: BlockManager, ledger: Ledger, cfg,
-                 swap_s_per_block: float, role: str = "both"):
+                 swap_s_per_block: float, role: str = "both", extras: dict | None = None):
         self.index, self.sm, self.pool, self.L = index, sm, pool, ledger
         self.budget, self.max_seqs, self.preemption, self.role = (cfg.max_num_batched_tokens, cfg.max_num_seqs,
                                                                   cfg.preemption, role)
@@ -112,18 +128,49 @@ class Replica:
         self.preemptions = 0
         self.busy_s = 0.0
         self.energy_j_per_gpu = 0.0
+        self.pricer = StepPricer(sm, cfg, extras)
+        self.k = cfg.spec_k  # drafted tokens per decode (0: no speculative decoding)
+        self.cache = PrefixCache(pool, pool.block_size) if cfg.prefix_caching and role != "decode" else None
+        self.device_blocks = cfg.device_blocks  # None: every block is on the GPU
+
+    # -- blocks ------------------------------------------------------------------------------------
+    def _room(self, n: int) -> bool:
+        """Whether ``n`` blocks can be allocated now, evicting unreferenced prefix blocks first if needed."""
+        free = self.pool.free
+        if n <= free:
+            return True
+        if self.cache is None or n > free + self.cache.evictable():
+            return False
+        self.cache.reclaim(n - free)
+        return n <= self.pool.free
+
+    def _admission(self, rid: int, c: int, total: int, k: int) -> tuple[int, int, int, int]:
+        """(cached tokens, prefix id, prefix depth, own blocks needed) of admitting ``rid`` with ``c`` cached
+        and ``k`` tokens scheduled: a request with no KV of its own reuses its resident prefix blocks."""
+        L, bs = self.L, self.pool.block_size
+        pid, depth = -1, 0
+        if self.cache is not None and c == 0 and L.prefix_id[rid] >= 0:
+            depth = self.cache.hit_blocks(L.prefix_id[rid], L.prefix_len[rid], total)
+            if depth:
+                pid, c = L.prefix_id[rid], depth * bs
+        end = (L.prompt[rid] + L.output[rid] - 1 + self.k) if self.reserve_full else min(c + k, total)
+        return c, pid, depth, blocks_for(end, bs) - depth
+
+    def _release_prefix(self, pid: int, depth: int, t: float) -> None:
+        if self.cache is not None and pid >= 0:
+            self.cache.release(int(pid), int(depth), t)
 
     def _admissible(self) -> bool:
         """Whether the first waiting request could be admitted now (prefill-first engines)."""
         if not self.waiting or self.dec.n + len(self.prefilling) >= self.max_seqs:
             return False
-        L, rid, bs = self.L, self.waiting[0], self.pool.block_size
+        L, rid = self.L, self.waiting[0]
         c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
+        c, _, _, need = self._admission(rid, c, total, self.budget)
         k = min(total - c, self.budget)
         if not self.chunked and k < total - c:
             return False
-        need = blocks_for(L.prompt[rid] + L.output[rid] - 1 if self.reserve_full else c + k, bs)
-        return need <= self.pool.free
+        return need <= self.pool.free + (self.cache.evictable() if self.cache is not None else 0)
 
     # -- preemption --------------------------------------------------------------------------------
     def _newest(self):
@@ -134,16 +181,18 @@ class Replica:
             return "pre", len(self.prefilling) - 1
         return ("dec", j) if j >= 0 else (None, -1)
 
-    def _evict(self, rid: int, cached: int, blocks: int) -> float:
-        """Preempt ``rid`` holding ``cached`` tokens in ``blocks`` blocks; returns swap-out seconds."""
+    def _evict(self, rid: int, cached: int, blocks: int, pid: int = -1, depth: int = 0) -> float:
+        """Preempt ``rid`` holding ``cached`` tokens in ``blocks`` blocks (and ``depth`` blocks of prefix
+        ``pid``); returns swap-out seconds (a swapped sequence comes back with all its blocks its own)."""
         L = self.L
         self.pool.release(blocks)
+        self._release_prefix(pid, depth, self.last_end)
         L.preempts[rid] += 1
         self.preemptions += 1
         self.waiting.appendleft(rid)
         if self.preemption == "swap":
-            L.cached[rid], L.host_blocks[rid] = cached, blocks
-            return blocks * self.swap_s_per_block
+            L.cached[rid], L.host_blocks[rid] = cached, blocks + depth
+            return (blocks + depth) * self.swap_s_per_block
         L.cached[rid], L.host_blocks[rid] = 0, 0
         return 0.0
 
@@ -151,13 +200,20 @@ class Replica:
         d, L = self.dec, self.L
         rid = int(d.rid[j])
         L.generated[rid], L.last_s[rid] = int(d.generated[j]), float(d.last_s[j])
-        swap = self._evict(rid, int(d.cached[j]), int(d.blocks[j]))
+        swap = self._evict(rid, int(d.cached[j]), int(d.blocks[j]), int(d.pid[j]), int(d.depth[j]))
         d.remove(j)
         return swap
 
     def _evict_prefilling(self, i: int) -> float:
         e = self.prefilling.pop(i)
-        return self._evict(e.rid, e.cached, e.blocks)
+        return self._evict(e.rid, e.cached, e.blocks, e.pid, e.depth)
+
+    def _decode_need(self) -> np.ndarray:
+        """Blocks each decoding sequence must add for this step's C + k + 1 tokens (beyond what it holds)."""
+        d, bs = self.dec, self.pool.block_size
+        n = d.n
+        want = np.ceil((d.cached[:n] + 1 + self.k) / bs)
+        return np.maximum(want - d.blocks[:n] - d.depth[:n], 0.0)
 
     # -- one step ----------------------------------------------------------------------------------
     def start_step(self, t: float):
@@ -172,29 +228,29 @@ class Replica:
         prefill_only = not self.mixed and (self.prefilling or self._admissible())
         # (1) decodes (their blocks were taken at admission under reserve_full)
         if d.n and not self.reserve_full and not prefill_only:
-            need = d.cached[:d.n] % bs == 0
-            k = int(np.count_nonzero(need))
-            while k > pool.free:
+            need = self._decode_need()
+            k = int(need.sum())
+            while not self._room(k):
                 kind, j = self._newest()
                 extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
                 preempted = True
-                need = d.cached[:d.n] % bs == 0
-                k = int(np.count_nonzero(need))
+                need = self._decode_need()
+                k = int(need.sum())
             pool.allocate(k)
             d.blocks[:d.n] += need
         n_dec = 0 if prefill_only else d.n
-        left = self.budget - n_dec
+        left = self.budget - n_dec * (self.k + 1)
         # (2) continuing prefills
         chunks, sched = [], []
         i = 0
         while i < len(self.prefilling) and left > 0:
             e = self.prefilling[i]
             k = min(e.total - e.cached, left)
-            extra = max(blocks_for(e.cached + k, bs) - e.blocks, 0)
-            while extra > pool.free and len(self.prefilling) - 1 > i:
+            extra = max(blocks_for(e.cached + k, bs) - e.blocks - e.depth, 0)
+            while not self._room(extra) and len(self.prefilling) - 1 > i:
                 extra_s += self._evict_prefilling(len(self.prefilling) - 1)
                 preempted = True
-            if extra > pool.free:
+            if not self._room(extra):
                 extra_s += self._evict_prefilling(i)
                 preempted = True
                 break
@@ -209,23 +265,29 @@ class Replica:
             while self.waiting and left > 0 and d.n + len(self.prefilling) < self.max_seqs:
                 rid = self.waiting[0]
                 c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
+                c, pid, depth, _ = self._admission(rid, c, total, left)
                 k = min(total - c, left)
                 if not self.chunked and k < total - c:
                     break
-                need_b = blocks_for(L.prompt[rid] + L.output[rid] - 1 if self.reserve_full else c + k, bs)
-                if need_b > pool.free:
+                _, _, _, need_b = self._admission(rid, L.cached[rid], total, k)
+                if self.cache is not None:
+                    self.cache.acquire(pid, depth, t)  # the hit's blocks are not evictable for our own room
+                if not self._room(need_b):
+                    self._release_prefix(pid, depth, t)
                     break
                 self.waiting.popleft()
                 pool.allocate(need_b)
+                L.hit_tokens[rid] += c - L.cached[rid]
+                L.computed_tokens[rid] += total - c
                 if L.admit_s[rid] != L.admit_s[rid]:  # NaN: first admission
                     L.admit_s[rid] = t
                 extra_s += L.host_blocks[rid] * self.swap_s_per_block
                 L.host_blocks[rid] = 0
                 self.admissions += 1
-                if c > 0 and total - c == 1:  # resumed decode (swapped in, or KV transferred here)
+                if c > 0 and total - c == 1 and not depth:  # resumed decode (swapped in, or KV transferred here)
                     d.add(c, L.generated[rid], L.output[rid], need_b, rid, self.admissions, L.last_s[rid])
                 else:
-                    e = Prefilling(rid, c, total, need_b, self.admissions)
+                    e = Prefilling(rid, c, total, need_b, self.admissions, pid, depth)
                     self.prefilling.append(e)
                     chunks.append((c, k))
                     sched.append((e, k))
@@ -239,11 +301,16 @@ class Replica:
                 return out
             return None
         mode = "stream" if t == self.last_end else "isolated"
-        run_s, watts = self.sm.step(d.cached[:n_dec], chunks, mode)
+        run_s, watts = self.pricer.price(d.cached[:n_dec], chunks, mode)
+        used = pool.num_blocks - pool.free
+        if self.device_blocks is not None:  # the host tier's blocks in use are read back (offload.py)
+            in_use = used - (self.cache.evictable() if self.cache is not None else 0)
+            extra_s += self.pricer.host_seconds(in_use - self.device_blocks, run_s)
         dur = run_s + extra_s
         end = t + dur
-        L.record_step(t, dur, n_dec, self.budget - left - n_dec, len(self.waiting), n_dec + len(self.prefilling),
-                      pool.num_blocks - pool.free, self.index, watts)
+        dec_tokens = n_dec * (self.k + 1)
+        L.record_step(t, dur, dec_tokens, self.budget - left - dec_tokens, len(self.waiting),
+                      n_dec + len(self.prefilling), used, self.index, watts)
         self.busy_s += dur
         self.energy_j_per_gpu += watts * run_s + self.idle_w * extra_s  # copies: GPU near idle
         self.last_end = end
@@ -255,15 +322,23 @@ class Replica:
         if not n:
             return []
         d = self.dec
-        d.cached[:n] += 1
-        d.generated[:n] += 1
+        gained = np.minimum(self.pricer.produced(n), d.target[:n] - d.generated[:n])
+        d.cached[:n] += gained
+        d.generated[:n] += gained
         self.L.record_gaps(end, d.last_s[:n], start)
+        if self.k:
+            self.L.record_same_time(int(gained.sum()) - n)
+            self.L.verify_passes += n
+            self.L.verify_tokens += int(gained.sum())
         d.last_s[:n] = end
         fin = d.generated[:n] >= d.target[:n]
         if not fin.any():
             return []
         rids = d.rid[:n][fin].tolist()
         self.pool.release(int(d.blocks[:n][fin].sum()))
+        if self.cache is not None:
+            for pid, depth in zip(d.pid[:n][fin].tolist(), d.depth[:n][fin].tolist()):
+                self._release_prefix(pid, depth, end)
         d.keep(~fin)
         for rid in rids:
             self.L.generated[rid] = self.L.output[rid]
@@ -274,6 +349,8 @@ class Replica:
         L = self.L
         for e, k in sched:
             e.cached += k
+            if self.cache is not None:
+                self._fill_prefix(e, end)
             if e.cached < e.total:
                 continue
             rid = e.rid
@@ -287,9 +364,29 @@ class Replica:
             if g >= L.output[rid]:
                 L.finish_s[rid] = end
                 self.pool.release(e.blocks)
+                self._release_prefix(e.pid, e.depth, end)
                 finished.append(rid)
             elif self.role == "prefill":
                 L.cached[rid] = e.cached
+                self._release_prefix(e.pid, e.depth, end)  # the decode replica gets the whole KV
                 handoffs.append((rid, e.blocks))
             else:
-                self.dec.add(e.cached, g, L.output[rid], e.blocks, rid, e.admitted, end)
+                self.dec.add(e.cached, g, L.output[rid], e.blocks, rid, e.admitted, end, e.pid, e.depth)
+
+    def _fill_prefix(self, e: Prefilling, t: float) -> None:
+        """Once ``e`` has prefilled its prefix's whole blocks past what the cache holds, those blocks of
+        its own become the cache's (sim/prefix.py)."""
+        L, bs = self.L, self.pool.block_size
+        pid = L.prefix_id[e.rid]
+        if pid < 0 or e.pid not in (-1, pid):
+            return
+        target = min(L.prefix_len[e.rid], e.total - 1) // bs
+        have = self.cache.blocks.get(pid, 0)
+        if target <= have or e.cached < target * bs or e.depth > have:
+            return
+        give = target - have
+        e.blocks -= give
+        self.cache.give(pid, give, t)
+        self._release_prefix(e.pid, e.depth, t)
+        self.cache.acquire(pid, target, t)
+        e.pid, e.depth = pid, target

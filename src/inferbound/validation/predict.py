@@ -10,6 +10,10 @@ settings (``max_num_seqs``, ``max_num_batched_tokens``, ``gpu_memory_utilization
 profile's defaults. Lengths: the row's means with their spread (``input_len_std``/``output_len_std``), or
 the ``dataset`` profile's published means (workloads/lengths.py).
 
+Engine features: ``speculative`` as ``METHOD:K`` (``mtp:3``, ``eagle:4``, ``ngram:3``) or
+``draft:MODEL:K`` runs speculative decoding with k = K drafted tokens (speculative.py; an MTP row without
+a stated acceptance takes data/features.yaml's, noted); ``kv_offload=on`` a host KV tier (offload.py).
+
 Serving rows: a rate (open loop, Poisson) runs through the simulator (sim/), a concurrency (closed loop)
 through the analytic steady state (workloads/serving.py, whose random-arrival assumption matches
 desynchronized benchmark clients; docs/serving.md); percentiles come from the same predictor.
@@ -84,6 +88,23 @@ def row_engine_options(row: Row) -> dict:
         out["memory_fraction"] = row.gpu_memory_utilization
     if row.prefix_caching is not None:
         out["prefix_caching"] = row.prefix_caching
+    if row.speculative:
+        out.update(row_speculative(row.speculative))
+    if row.kv_offload:
+        out["kv_offload"] = "host"
+    return out
+
+
+def row_speculative(text: str) -> dict:
+    """Runtime overrides of a row's ``speculative`` column: ``METHOD:K`` or ``draft:MODEL:K``."""
+    parts = [p.strip() for p in str(text).split(":")]
+    if len(parts) >= 2 and parts[-1].isdigit():
+        method, k = ":".join(parts[:-1]), int(parts[-1])
+    else:
+        method, k = ":".join(parts), None
+    out = {"speculative": method}
+    if k is not None:
+        out["spec_tokens"] = k
     return out
 
 
@@ -100,10 +121,6 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     act = row.act_dtype or (None if weight is None else (weight if weight in ("bf16", "fp16", "fp8") else "bf16"))
     if row.num_gpus % (row.tp * row.pp):
         raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
-    if row.kv_offload:
-        raise ValueError("kv_offload=on is not modelled yet (CPU KV offload)")
-    if row.speculative:
-        raise ValueError(f"speculative={row.speculative!r} is not modelled yet (speculative decoding)")
     dp = row.num_gpus // (row.tp * row.pp)
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
@@ -241,6 +258,9 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
             dep = deployment_for(first, calibration, gpu_files)
             note = "" if first.engine or not first.framework.strip() or row_engine(first) else \
                 f"framework={first.framework!r} names no engine profile: predicted with the default {dep.engine}"
+            feature_notes = [n for n in dep.runtime.notes if " defaults to " in n]  # e.g. MTP's acceptance
+            if feature_notes:
+                note = "; ".join(x for x in (note, *feature_notes) if x)
             if first.dataset is None and first.dataset_text and not first.dataset_text.lower().startswith("random"):
                 note = "; ".join(x for x in (note, f"dataset={first.dataset_text!r} is not a bundled profile: "
                                                    f"modelled at the stated lengths") if x)

@@ -19,6 +19,12 @@ report tokens over the whole run). Per replica, N_r = N/replicas and C = D(1 + p
   Σ_k t_dec(D·(1 − k/(Ō − 1))) (16-point midpoint rule), X_d = D/((Ō − 1)·t_dec(D)) the decode-only rate
   at which the steady state would have run those half lives.
 ``run_output_tok_s`` = N·Ō/T, the figure such a benchmark prints; ``output_tok_s`` is the steady state.
+
+Engine features (steady_state.py, features.py; docs/features/): with speculative decoding t(D) is the
+time per output token (the step over τ) and C = D(1 + τp); prefix hits prefill N = I − P tokens per
+prompt; a host KV tier (kv_offload=host) raises the KV cap to the device and host pools together and
+adds its reads to the steps that exceed the device pool (``host_read_ms_per_step`` at the operating
+point; ``kv_limit_concurrency_device`` is the cap without the tier).
 """
 from __future__ import annotations
 
@@ -75,6 +81,10 @@ class MaxThroughput:
     num_requests: int = 0
     lengths: str = ""  # the request lengths (fixed, or the mix of a distribution, trace or dataset)
     notes: list = field(default_factory=list)
+    tokens_per_step: float = 1.0  # τ: tokens per decoding sequence per step (speculative decoding)
+    kv_host_capacity_bytes_per_gpu: float = 0.0  # the host KV tier (kv_offload=host)
+    kv_limit_concurrency_device: float = 0.0  # the KV cap on requests in flight without the host tier
+    host_read_ms_per_step: float = 0.0  # step time the host-tier reads add at the operating point
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,32 +116,44 @@ def finite_run(sm, rt, mix: Mix, d: float, t: float, n: float) -> float:
     """Seconds one replica takes for ``n`` requests at the operating point (D = ``d``, step ``t``; module
     docstring)."""
     m = sm.dep.model
-    c = float(steady_state.concurrency(d, mix))
-    ctx = steady_state.decode_context(mix)
+    c = float(steady_state.concurrency(d, mix, rt))
     if n <= c:
         budget = rt.token_budget * sm.dep.par.attention_groups
-        tokens = n * mix.mean_input
+        from ..prefix import cached_tokens
+        new = mix.mean_input - float(np.dot(mix.weights, cached_tokens(rt, np.asarray(mix.inputs, dtype=float))))
+        tokens = n * new
         steps = np.ceil(tokens / budget)
-        prefill = steps * float(sm.price(uniform_prompts(m, mix, tokens / steps)).time)
+        prefill = steps * float(sm.price(uniform_prompts(m, mix, tokens / steps, rt)).time)
         order = np.argsort(mix.outputs)
         outs = np.asarray(mix.outputs)[order]
         alive = n * (1 - np.concatenate([[0.0], np.cumsum(np.asarray(mix.weights)[order])[:-1]]))
         spans = np.diff(np.concatenate([[1.0], outs]))  # decode steps after the first token
-        dec = sm.price(steady_state.load(m, alive, mix, decode_only=True)).time
+        dec = _decode_token_s(sm, rt, alive, mix)
         return float(prefill + np.dot(spans, dec))
     steps = mix.mean_output - 1
     u = (np.arange(_DRAIN_POINTS) + 0.5) / _DRAIN_POINTS
-    drain = sm.price(steady_state.load(m, np.append(d * (1 - u), d), mix, decode_only=True)).time
+    drain = _decode_token_s(sm, rt, np.append(d * (1 - u), d), mix)
     t_drain, t_dec = steps * float(np.mean(drain[:-1])), float(drain[-1])
     return float(n * steps * t / d + max(t_drain - c / 2 * steps * t_dec / d, 0.0))
 
 
-def uniform_prompts(m, mix: Mix, tokens: float):
-    """A step that prefills ``tokens`` prompt tokens in the mix's shares."""
+def _decode_token_s(sm, rt, decode, mix: Mix):
+    """Seconds per output token of decode-only steps at ``decode`` sequences (arrays; the runtime's features,
+    steady_state.steps)."""
+    return np.asarray(steady_state.steps(sm, rt, decode, mix, decode_only=True).per_token("time"), dtype=float)
+
+
+def uniform_prompts(m, mix: Mix, tokens: float, rt=None):
+    """A step that prefills ``tokens`` new prompt tokens in the mix's shares (after each class's cached
+    prefix under ``rt``, prefix.py)."""
+    from ..prefix import cached_tokens
     from ..step import uniform
+    cached = [float(cached_tokens(rt, i)) if rt is not None else 0.0 for i in mix.inputs]
+    new = [i - c for i, c in zip(mix.inputs, cached)]
+    mean_new = float(np.dot(mix.weights, new))
     total = None
-    for w, i in zip(mix.weights, mix.inputs):
-        part = uniform(m, prompts=tokens / mix.mean_input * w, new=i)
+    for w, n, c in zip(mix.weights, new, cached):
+        part = uniform(m, prompts=tokens / mean_new * w, new=n, past=c)
         total = part if total is None else total + part
     return total
 
@@ -154,7 +176,10 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     m, par = dep.model, dep.par
     groups = par.attention_groups
     caps, capacity, kv_seq = steady_state.caps(dep, mix, None, rt)
-    seqs_kv = groups * capacity / kv_seq if kv_seq > 0 else np.inf
+    from ..offload import tier_of
+    tier = tier_of(dep, rt)
+    host = tier.capacity_bytes if tier is not None else 0.0
+    seqs_kv = groups * (capacity + host) / kv_seq if kv_seq > 0 else np.inf
     held = max(steady_state.held_tokens(i, o, rt.reservation, rt.block_size) for i, o in zip(mix.inputs, mix.outputs))
     caps["requests"] = num_requests
     d_max = min(caps.values())
@@ -167,6 +192,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     t = np.asarray(t, dtype=float)
     watts = power_w(dep.gpu, dep.compute_dtype, flops, moved, t)
     tput = dec * (1 + steady_state.prompts_per_decode(mix)) / t  # decodes and first tokens
+    fx = steady_state.Features(dep, rt, mix)
     i = int(np.argmax(tput))
     best = dec[i]
     limited = "throughput peak" if i < d_max - 1 else min(caps, key=caps.get)
@@ -178,8 +204,8 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     run_s = finite_run(sm, rt, mix, best, float(t[i]), num_requests / reps)
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
-        concurrency=float(steady_state.concurrency(best, mix)), decode_batch=int(best),
-        prefill_tokens_per_step=float(best * input_len * steady_state.prompts_per_decode(mix)),
+        concurrency=float(steady_state.concurrency(best, mix, rt)), decode_batch=int(best),
+        prefill_tokens_per_step=float(best * fx.mean_new * steady_state.prompts_per_decode(mix) * fx.tau),
         step_time_s=float(t[i]), output_tok_s=out_tok_s,
         output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]),
         requests_per_s=out_tok_s / output_len, total_tok_s=out_tok_s * (input_len + output_len) / output_len,
@@ -189,4 +215,8 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         usd_per_million_output_tokens=per_million(dps, out_tok_s), memory_fraction=rt.memory_fraction,
         engine_settings=rt.describe(), max_num_seqs=rt.max_num_seqs, block_size=rt.block_size,
         error_band=band(dep, "max_throughput", "throughput", bound), lengths=describe(mix), notes=list(mix.notes),
-        run_output_tok_s=num_requests * output_len / run_s, run_s=run_s, num_requests=num_requests)
+        run_output_tok_s=num_requests * output_len / run_s, run_s=run_s, num_requests=num_requests,
+        tokens_per_step=fx.tau, kv_host_capacity_bytes_per_gpu=host,
+        kv_limit_concurrency_device=float(groups * capacity / kv_seq) if kv_seq > 0 else float("inf"),
+        host_read_ms_per_step=float(np.asarray(cost.comm_kinds.get("host_kv", 0.0)).reshape(-1)[i]) * 1e3
+        if "host_kv" in cost.comm_kinds else 0.0)

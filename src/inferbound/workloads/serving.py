@@ -119,12 +119,13 @@ class _Replica:
         self.closed, self.clients, self.think = closed, clients, think
         g = dep.par.attention_groups
         self.sm = StepModel(dep, self.rt.token_budget * g + g, grid_points=MAX_THROUGHPUT_GRID)
-        caps, self.capacity, _ = steady_state.caps(dep, mix, None, self.rt)
+        caps, self.capacity, _ = steady_state.caps(dep, mix, None, self.rt, whole=False)
         self.caps = caps
         self.d_max = min(caps.values())
-        if self.d_max < 1:
-            raise ValueError(f"no request fits the KV cache of {dep.label()} ({self.rt.label}): caps {caps}")
-        self.c_max = float(steady_state.concurrency(self.d_max, mix))
+        self.c_max = float(steady_state.concurrency(self.d_max, mix, self.rt))
+        if self.c_max < 1 - 1e-9:  # fewer than one request in flight (the caps are fractional: a mean D)
+            shown = {k: round(float(v), 2) for k, v in caps.items()}
+            raise ValueError(f"no request fits the KV cache of {dep.label()} ({self.rt.label}): caps {shown}")
 
     def busy(self, c):
         """(b, the share of arrivals that find the engine busy), arrays over C."""

@@ -41,6 +41,13 @@ running-sequence cap):
 A new request's prompt (``prompt_steps``) runs in chunks of min(B − D/groups, rest) tokens beside the D
 decodes, chunk k after k·chunk cached tokens; its first token comes at the end of the last chunk's
 step, so its prefill takes Σ_k t(D decodes + chunk k) (TTFT without the wait for a step in flight).
+
+Engine features (features.py; docs/features/), where the runtime has them: with speculative decoding a
+step yields τ tokens per decoding sequence (p becomes τ·p per step, C = D·(1 + τ·p)), each decode takes
+k + 1 tokens of the budget (D·(k + 1 + τ·p·Ñ) ≤ B·groups) and k more KV slots, and the draft adds its
+passes and its KV; with prefix hits a prompt prefills N = I − P new tokens (Ñ = Σ w N) and a shared
+prefix is held once per attention group (K less its copy, H_c less its tokens); a host KV tier adds its
+pool to K in the KV cap and its reads to the steps.
 """
 from __future__ import annotations
 
@@ -48,9 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..memory import kv_bytes_per_gpu
+from ..memory import kv_bytes_per_gpu, sequence_kv_bytes
 from ..runtime import kv_capacity_bytes
 from ..step import StepLoad, uniform
+from .features import Features
 from .lengths import Mix, fixed
 
 
@@ -79,20 +87,32 @@ def decode_shares(mix: Mix) -> np.ndarray:
     return x / x.sum()
 
 
-def concurrency(decode, mix: Mix | float):
-    """Requests in flight, C = D·(1 + p)."""
-    return decode * (1 + prompts_per_decode(mix))
+def concurrency(decode, mix: Mix | float, rt=None):
+    """Requests in flight, C = D·(1 + τ·p) (τ = 1 without speculative decoding)."""
+    tau = 1.0 if rt is None else _tau(rt)
+    return decode * (1 + tau * prompts_per_decode(mix))
 
 
-def load(m, decode, mix: Mix, decode_only: bool = False) -> StepLoad:
+def _tau(rt) -> float:
+    from ..speculative import spec_of
+    s = spec_of(rt)
+    return 1.0 if s is None else s.tau
+
+
+def load(m, decode, mix: Mix, decode_only: bool = False, fx: Features | None = None) -> StepLoad:
     """The steady-state step at D = ``decode`` (arrays allowed): each class's decodes at its mean context
-    plus its new prompts (none in a decode-only pool), summed into one load."""
+    plus its new prompts (none in a decode-only pool), summed into one load. ``fx``: the runtime's
+    features (verify passes, τ·p prompts per step of N_c new tokens after P_c cached)."""
     decode = np.asarray(decode, dtype=float)
-    p = prompts_per_decode(mix)
+    p = prompts_per_decode(mix) * (fx.tau if fx is not None else 1.0)
+    new = fx.new if fx is not None else mix.inputs
+    past = fx.cached if fx is not None else [0.0] * len(mix.inputs)
     total = None
-    for s, w, i, o in zip(decode_shares(mix), mix.weights, mix.inputs, mix.outputs):
-        part = uniform(m, decode=decode * s, context=mean_context(i, o),
-                       prompts=0.0 if decode_only else decode * p * w, new=0.0 if decode_only else i)
+    for s, w, o, n, c, i in zip(decode_shares(mix), mix.weights, mix.outputs, new, past, mix.inputs):
+        part = uniform(m, decode=decode * s, context=mean_context(i, o)) if fx is None else \
+            fx.decode_load(m, decode * s, mean_context(i, o))
+        if not decode_only:
+            part = part + uniform(m, prompts=decode * p * w, new=n, past=c)
         total = part if total is None else total + part
     return total
 
@@ -107,14 +127,22 @@ def held_tokens(input_len: float, output_len: float, reservation: str, block: in
 
 def kv_per_decoder(dep, mix: Mix, rt, decode_only: bool = False) -> tuple[float, float]:
     """(KV bytes on its GPU per decoding sequence, counting the prefilling ones that come with it;
-    the KV capacity bytes per GPU)."""
+    the KV capacity bytes per GPU left for sequences: the engine's allocation less one copy of a shared
+    prefix per attention group). Speculative decoding adds k slots and the draft's KV per sequence
+    (memory.sequence_kv_bytes); a shared prefix is not held per sequence (prefix.py)."""
+    from .. import prefix
     groups = dep.par.attention_groups
-    p = 0.0 if decode_only else prompts_per_decode(mix)
+    p = 0.0 if decode_only else prompts_per_decode(mix) * _tau(rt)
+    shared = np.atleast_1d(prefix.shared_held_tokens(rt, np.asarray(mix.inputs, dtype=float)))
     per = 0.0
-    for s, w, i, o in zip(decode_shares(mix), mix.weights, mix.inputs, mix.outputs):
-        held = held_tokens(i, o, rt.reservation, rt.block_size)
-        per += (s + p * w) * float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, held)) * groups
-    return per, kv_capacity_bytes(dep, rt)
+    for s, w, i, o, sh in zip(decode_shares(mix), mix.weights, mix.inputs, mix.outputs, shared):
+        held = held_tokens(i - sh, o, rt.reservation, rt.block_size)
+        per += (s + p * w) * float(sequence_kv_bytes(dep, 1, held, rt)) * groups
+    pool = prefix.pool_tokens(rt)
+    capacity = kv_capacity_bytes(dep, rt)
+    if pool:
+        capacity -= float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, groups, pool))
+    return per, capacity
 
 
 def kv_sequences(dep, input_len, output_len, rt) -> tuple[float, float, float]:
@@ -127,17 +155,22 @@ def kv_sequences(dep, input_len, output_len, rt) -> tuple[float, float, float]:
     return seqs, capacity, kv_seq
 
 
-def caps(dep, input_len, output_len, rt, decode_only: bool = False) -> tuple[dict, float, float]:
+def caps(dep, input_len, output_len, rt, decode_only: bool = False, whole: bool = True) -> tuple[dict, float, float]:
     """({cap: largest decode batch D}, KV capacity bytes per GPU, KV bytes per sequence) (module docstring).
-    ``input_len`` may be a Mix (then ``output_len`` is unused)."""
+    ``input_len`` may be a Mix (then ``output_len`` is unused). ``whole``: D in whole sequences (a batch
+    sweep); False keeps the caps fractional (a steady state's mean D: max_num_seqs=1 holds D = 1/(1 + p))."""
     mix = as_mix(input_len, output_len)
     groups = dep.par.attention_groups
+    fx = Features(dep, rt, mix, decode_only)
     per_decoder, capacity = kv_per_decoder(dep, mix, rt, decode_only)
-    d_kv = min(groups * capacity / per_decoder if per_decoder > 0 else np.inf, 1e9)
-    p = 0.0 if decode_only else prompts_per_decode(mix)
+    room = capacity + (fx.tier.capacity_bytes if fx.tier is not None else 0.0)
+    d_kv = min(groups * room / per_decoder if per_decoder > 0 else np.inf, 1e9)
+    p = 0.0 if decode_only else prompts_per_decode(mix) * fx.tau
     kv_seq = per_decoder / (1 + p)
-    return ({"kv-cache": int(d_kv), "token budget": int(rt.token_budget * groups // (1 + p * mix.mean_input)),
-             "max_num_seqs": int(rt.max_num_seqs * groups / (1 + p))}, capacity, kv_seq)
+    per_step = fx.tokens_per_decode() + p * fx.mean_new
+    out = {"kv-cache": d_kv, "token budget": rt.token_budget * groups / per_step,
+           "max_num_seqs": rt.max_num_seqs * groups / (1 + p)}
+    return ({k: int(v) for k, v in out.items()} if whole else out), capacity, kv_seq
 
 
 def decode_context(mix: Mix) -> float:
@@ -145,19 +178,28 @@ def decode_context(mix: Mix) -> float:
     return float(sum(s * mean_context(i, o) for s, i, o in zip(decode_shares(mix), mix.inputs, mix.outputs)))
 
 
-def prompt_steps(sm, decode, context, chunk, prompt: float):
-    """(seconds, joules per GPU) of the steps that carry one prompt of ``prompt`` tokens in chunks of
-    ``chunk`` beside ``decode`` decodes at ``context`` (arrays over D; module docstring)."""
+def prompt_steps(sm, decode, context, chunk, prompt: float, cached: float = 0.0, fx: Features | None = None):
+    """(seconds, joules per GPU) of the steps that carry one prompt of ``prompt`` new tokens after ``cached``
+    ones in chunks of ``chunk`` beside ``decode`` decodes at ``context`` (arrays over D; module
+    docstring); ``fx``: the runtime's features (verify passes, drafts, host reads)."""
     from ..energy import power_w
     dec = np.asarray(decode, dtype=float)
     rest = np.full(np.broadcast(dec, chunk).shape, float(prompt))
-    past = np.zeros_like(rest)
+    past = np.full_like(rest, float(cached))
     secs, joules = np.zeros_like(rest), np.zeros_like(rest)
     dep = sm.dep
     while np.any(rest > 0):
         c = np.minimum(chunk, rest)
         on = c > 0
-        cost = sm.price(uniform(dep.model, decode=dec, context=context, prompts=on.astype(float), new=c, past=past))
+        if fx is None or not fx.active:
+            cost = sm.price(uniform(dep.model, decode=dec, context=context, prompts=on.astype(float), new=c,
+                                    past=past))
+        else:
+            cost = sm.price(fx.decode_load(dep.model, dec, context)
+                            + uniform(dep.model, prompts=on.astype(float), new=c, past=past))
+            dm = fx.drafter.model if fx.drafter is not None else None
+            cost = fx.finish(sm, cost, dec, None if dm is None else uniform(dm, decode=dec, context=context),
+                             None if dm is None else uniform(dm, prompts=on.astype(float), new=c, past=past))
         watts = power_w(dep.gpu, dep.compute_dtype, cost.flops, cost.bytes, cost.time)
         secs += np.where(on, cost.time, 0.0)
         joules += np.where(on, cost.time * watts, 0.0)
@@ -170,9 +212,10 @@ def prefill_seconds(sm, rt, decode, mix: Mix):
     B − D/groups), as a list over the mix's classes."""
     groups = sm.dep.par.attention_groups
     dec = np.asarray(decode, dtype=float)
-    chunk = np.maximum(rt.token_budget - dec / groups, 1.0)
+    fx = Features(sm.dep, rt, mix)
+    chunk = np.maximum(rt.token_budget - dec * fx.tokens_per_decode() / groups, 1.0)
     ctx = decode_context(mix)
-    return [prompt_steps(sm, dec, ctx, chunk, i)[0] for i in mix.inputs]
+    return [prompt_steps(sm, dec, ctx, chunk, n, c, fx)[0] for n, c in zip(fx.new, fx.cached)]
 
 
 @dataclass
@@ -183,31 +226,35 @@ class Steps:
     freq: list
     costs: list
     decode: object
+    tau: float = 1.0  # tokens per decoding sequence per decode step (speculative decoding; 1 without)
 
     def per_token(self, attr: str):
-        """Σ_j freq_j·x_j: seconds (``time``), FLOPs or bytes per decode step, i.e. per output token of
-        each decoding sequence."""
-        return sum(f * getattr(c, attr) for f, c in zip(self.freq, self.costs))
+        """Σ_j freq_j·x_j / τ: seconds (``time``), FLOPs or bytes per output token of each decoding
+        sequence (per decode step without speculative decoding)."""
+        return sum(f * getattr(c, attr) for f, c in zip(self.freq, self.costs)) / self.tau
 
     def residual(self):
         """Mean rest of the step in flight seen by a random arrival: Σ ν t² / (2 Σ ν t) (length-biased)."""
         num = sum(f * c.time ** 2 for f, c in zip(self.freq, self.costs))
-        return num / (2 * self.per_token("time"))
+        return num / (2 * self.per_token("time") * self.tau)
 
 
-def _chunks(mix: Mix, chunk) -> list:
-    """Per class: the chunks its prompt is prefilled in, n_c = ⌈I_c / chunk⌉ (arrays over chunk)."""
-    return [np.maximum(np.ceil(i / np.maximum(chunk, 1.0)), 1.0) for i in mix.inputs]
+def _chunks(mix: Mix, chunk, new=None) -> list:
+    """Per class: the chunks its prompt is prefilled in, n_c = ⌈N_c / chunk⌉ (arrays over chunk; N_c the
+    prompt's new tokens, I_c without prefix hits)."""
+    return [np.maximum(np.ceil(i / np.maximum(chunk, 1.0)), 1.0) for i in (new or mix.inputs)]
 
 
-def _prefill_load(m, mix: Mix, chunks: list, per_class_rate, scale):
+def _prefill_load(m, mix: Mix, chunks: list, per_class_rate, scale, fx: Features | None = None):
     """The prefill load of one prefill-carrying step: class c's chunks arrive ``per_class_rate`` · w_c · n_c
-    per decode step and ``scale`` decode steps' worth ride one prefill step; a chunk adds I_c/n_c tokens
-    after (n_c − 1)/2 chunks on average."""
+    per decode step and ``scale`` decode steps' worth ride one prefill step; a chunk adds N_c/n_c tokens
+    after P_c + (n_c − 1)/2 chunks on average (N_c = I_c, P_c = 0 without prefix hits)."""
+    new = fx.new if fx is not None else mix.inputs
+    cached = fx.cached if fx is not None else [0.0] * len(mix.inputs)
     total = None
-    for w, i, n in zip(mix.weights, mix.inputs, chunks):
+    for w, i, c, n in zip(mix.weights, new, cached, chunks):
         size = i / n
-        part = uniform(m, prompts=per_class_rate * w * n * scale, new=size, past=(n - 1) / 2 * size)
+        part = uniform(m, prompts=per_class_rate * w * n * scale, new=size, past=c + (n - 1) / 2 * size)
         total = part if total is None else total + part
     return total
 
@@ -230,28 +277,45 @@ def steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
     """
     m = sm.dep.model
     dec = np.asarray(decode, dtype=float)
-    dec_cost = sm.price(load(m, dec, mix, decode_only=True))
+    fx = Features(sm.dep, rt, mix, decode_only)
+    if not fx.active:
+        fx = None
+    dm = fx.drafter.model if fx is not None and fx.drafter is not None else None
+    draft_dec = None if dm is None else load(dm, dec, mix, decode_only=True)
+
+    def finish(cost, decodes, draft_decodes, draft_prompts=None):
+        return cost if fx is None else fx.finish(sm, cost, decodes, draft_decodes, draft_prompts)
+    dec_load = load(m, dec, mix, decode_only=True, fx=fx)
+    dec_cost = finish(sm.price(dec_load), dec, draft_dec)
+    tau = fx.tau if fx is not None else 1.0
     if decode_only:
-        return Steps([np.ones_like(dec)], [dec_cost], dec_cost)
+        return Steps([np.ones_like(dec)], [dec_cost], dec_cost, tau)
     groups = sm.dep.par.attention_groups
     budget = rt.token_budget
-    lam = dec * prompts_per_decode(mix)
-    i_bar = mix.mean_input
-    if not rt.chunked_prefill and max(mix.inputs) > budget:
-        raise ValueError(f"input_len={max(mix.inputs):g} exceeds the token budget {budget} of {rt.label} "
+    lam = dec * prompts_per_decode(mix) * tau  # new prompts per decode step
+    new = list(fx.new) if fx is not None else list(mix.inputs)
+    i_bar = float(np.dot(mix.weights, new))
+    per_dec = fx.tokens_per_decode() if fx is not None else 1
+    if not rt.chunked_prefill and max(new) > budget:
+        raise ValueError(f"input_len={max(new):g} exceeds the token budget {budget} of {rt.label} "
                          f"without chunked prefill; allowed: input_len <= token_budget, or enable chunked prefill")
     if rt.mixed_batches:
-        room = np.maximum(budget - dec / groups, 1.0)
-        chunks = _chunks(mix, room if rt.chunked_prefill else float(budget))
+        room = np.maximum(budget - dec * per_dec / groups, 1.0)
+        chunks = _chunks(mix, room if rt.chunked_prefill else float(budget), new)
         per_step_chunks = lam * sum(w * n for w, n in zip(mix.weights, chunks))
-        f = np.minimum(1.0, np.maximum(per_step_chunks, lam * i_bar / np.maximum(groups * budget - dec, 1.0)))
-        pre = sm.price(load(m, dec, mix, decode_only=True) + _prefill_load(m, mix, chunks, dec * 0 + 1.0, lam / f))
-        return Steps([1.0 - f, f], [dec_cost, pre], dec_cost)
-    chunks = _chunks(mix, float(budget) if rt.chunked_prefill else np.inf)
+        f = np.minimum(1.0, np.maximum(per_step_chunks,
+                                       lam * i_bar / np.maximum(groups * budget - dec * per_dec, 1.0)))
+        pre_load = dec_load + _prefill_load(m, mix, chunks, dec * 0 + 1.0, lam / f, fx)
+        draft_pre = None if dm is None else _prefill_load(dm, mix, chunks, dec * 0 + 1.0, lam / f, fx)
+        pre = finish(sm.price(pre_load), dec, draft_dec, draft_pre)
+        return Steps([1.0 - f, f], [dec_cost, pre], dec_cost, tau)
+    chunks = _chunks(mix, float(budget) if rt.chunked_prefill else np.inf, new)
     n_pre = np.maximum(lam * i_bar / (groups * budget),
                        np.minimum(lam, 1.0) * sum(w * n for w, n in zip(mix.weights, chunks)))
-    pre = sm.price(_prefill_load(m, mix, chunks, 1.0, lam / n_pre))
-    return Steps([np.ones_like(dec), n_pre], [dec_cost, pre], dec_cost)
+    pre = sm.price(_prefill_load(m, mix, chunks, 1.0, lam / n_pre, fx))
+    if dm is not None:
+        pre = finish(pre, dec * 0, None, _prefill_load(dm, mix, chunks, 1.0, lam / n_pre, fx))
+    return Steps([np.ones_like(dec), n_pre], [dec_cost, pre], dec_cost, tau)
 
 
 #: the prefill queue's utilization is held below this (printed where it binds: workloads/serving.py)
@@ -276,7 +340,9 @@ def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0, beside=None):
     s2 = sum(wc * sc ** 2 for wc, sc in zip(w, prefill))
     groups = sm.dep.par.attention_groups
     dec = np.asarray(decode, dtype=float)
-    k = np.maximum(1.0, np.floor(np.maximum(groups * rt.token_budget - dec, 1.0) / mix.mean_input))
+    fx = Features(sm.dep, rt, mix)
+    k = np.maximum(1.0, np.floor(np.maximum(groups * rt.token_budget - dec * fx.tokens_per_decode(), 1.0)
+                                 / max(fx.mean_new, 1.0)))
     u = np.minimum(rate * s1 / k, MAX_PREFILL_UTILIZATION)
     wait = seen * (1 - u) * st.decode.time / 2 + rate * s2 / (2 * k) / (1 - u)
     return [wait + sc for sc in prefill], wait, rate * s1 / k

@@ -1,0 +1,78 @@
+"""Price one simulated step under the engine's features: speculative decoding and the host KV tier.
+
+Without them a step is ``StepModel.step(decode contexts, chunks, mode)``. With speculative decoding
+(speculative.py) each of the n decoding sequences is verified as a chunk of k + 1 tokens after its C
+cached ones, n·(k + 1) logits rows beside the prefill chunks' (step.of_sequences priced by
+``StepModel.price``); the draft then runs k passes over the n sequences, the first with the step's
+prefill chunks beside them (the draft's own ``StepModel.step``), each less the engine's per-step fixed
+cost (speculative.Drafter.fixed_s). A verified sequence gains 1 + j tokens, j accepted drafts drawn
+i.i.d. per step: P(j ≥ i) = a^i for i ≤ k, so j = min(k, ⌊ln u / ln a⌋) for u uniform on (0, 1]
+(E[1 + j] = τ, speculative.tokens_per_step).
+
+Host tier (offload.py): blocks in use beyond the device's are read over the host link every step,
+t_host = blocks·block bytes/β_host, and the step lasts max(0, t_host − ω·t) longer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..energy import power_w
+from ..speculative import with_verify_host
+from ..step import of_sequences
+
+
+class StepPricer:
+    """The step price of one replica under the features of its EngineConfig (module docstring)."""
+
+    def __init__(self, sm, cfg, extras: dict | None = None):
+        extras = extras or {}
+        self.sm, self.dep = sm, sm.dep
+        self.spec = cfg.spec
+        self.k = cfg.spec_k
+        self.drafter, self.dsm = extras.get("drafter"), extras.get("draft_sm")
+        self.host_s_per_block = float(extras.get("host_s_per_block", 0.0))
+        self.overlap = float(cfg.host_overlap)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.a = 0.0 if self.spec is None else float(self.spec.acceptance)
+
+    def price(self, dec_ctx, chunks, mode: str) -> tuple[float, float]:
+        """(seconds, watts per GPU) of a step of decodes at ``dec_ctx`` and prefill ``chunks``."""
+        n = len(dec_ctx)
+        if self.spec is None or (n == 0 and self.dsm is None):
+            return self.sm.step(dec_ctx, chunks, mode)
+        if n:
+            k1 = self.k + 1
+            load = of_sequences(self.dep.model, (), [float(c) for c in dec_ctx] + [float(p) for p, _ in chunks],
+                                [float(k1)] * n + [float(c) for _, c in chunks], sampled=n * k1 + len(chunks))
+            cost = with_verify_host(self.dep, self.sm.price(load, mode), n, self.k)
+            t = float(cost.time)
+            w = float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
+        else:
+            t, w = self.sm.step(dec_ctx, chunks, mode)
+        if self.dsm is None:
+            return t, w
+        dr = self.drafter
+        t1, w1 = self.dsm.step(dec_ctx, chunks, "stream")
+        parts = [(t, w), (max(t1 - float(dr.fixed_s(n + len(chunks))), 0.0), w1)]
+        if n and self.k > 1:
+            tr, wr = self.dsm.step(dec_ctx, (), "stream")
+            parts.append(((self.k - 1) * max(tr - float(dr.fixed_s(n)), 0.0), wr))
+        total = sum(s for s, _ in parts)
+        return total, sum(s * x for s, x in parts) / total if total > 0 else w
+
+    def produced(self, n: int) -> np.ndarray:
+        """Tokens each of ``n`` verified sequences gains this step: 1 + j (module docstring); 1 without
+        speculative decoding."""
+        if self.spec is None or n == 0:
+            return np.ones(n)
+        if self.a <= 0:
+            return np.ones(n)
+        u = 1.0 - self.rng.random(n)  # (0, 1]
+        j = np.minimum(np.floor(np.log(u) / np.log(self.a)), self.k)
+        return 1.0 + j
+
+    def host_seconds(self, blocks_in_host: int, run_s: float) -> float:
+        """max(0, t_host − ω·t) for ``blocks_in_host`` blocks read over the host link in a step of run_s."""
+        if not self.host_s_per_block or blocks_in_host <= 0:
+            return 0.0
+        return max(blocks_in_host * self.host_s_per_block - self.overlap * run_s, 0.0)
