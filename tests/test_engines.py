@@ -293,3 +293,21 @@ def test_current_flag_names():
     assert get_engine("vllm", "0.6.3").flags.dp is None  # no DP flag before V1
     assert "--kv_cache_free_gpu_memory_fraction" in get_engine("trtllm").flags.memory_fraction
     assert "nvidia/Llama-3.1-70B-Instruct-FP8" in get_engine("trtllm").quantization["fp8"].value
+
+
+def test_vllm_v0_budget_is_at_least_max_model_len():
+    """vLLM 0.6.3 without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048) (config.py
+    SchedulerConfig); max_model_len defaults to the config's max_position_embeddings."""
+    from inferbound import make_deployment
+    assert make_deployment(model="llama-3.1-8b", engine="vllm@0.6.3").runtime.token_budget == max(131072, 2048)
+    assert make_deployment(model="meta-llama/Llama-2-7b-hf", engine="vllm@0.6.3").runtime.token_budget == max(4096, 2048)
+    over = make_deployment(model="llama-3.1-8b", engine="vllm@0.6.3", engine_options={"token_budget": 2048})
+    assert over.runtime.token_budget == 2048  # an explicit --max-batched-tokens wins
+
+
+def test_simulator_refuses_a_prompt_past_an_unchunked_budget():
+    from inferbound import make_deployment
+    from inferbound.sim import simulate
+    dep = make_deployment(model="llama-3.1-8b", engine="vllm@0.6.3", engine_options={"token_budget": 2048})
+    with pytest.raises(ValueError, match="input_len=3000 exceeds the token budget 2048"):
+        simulate(dep, requests=3, input_len=3000, output_len=8)

@@ -66,6 +66,7 @@ class Tiered(_Frozen):
     source: str = Field(min_length=10)
     rule: Optional[str] = None
     quote: Optional[str] = None
+    at_least_max_model_len: bool = False  # vLLM V0 without chunked prefill: max(max_model_len, value)
 
     @field_validator("tiers")
     @classmethod

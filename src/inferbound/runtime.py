@@ -121,6 +121,8 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     chunked = bool(p.chunked_prefill.value) if p.chunked_prefill is not None else False
     if p.chunked_token_budget is not None and chunked:
         budget = p.chunked_token_budget.value
+    elif tiers is not None and tiers.at_least_max_model_len and not chunked:
+        budget = max(budget, int(dep.model.max_position_embeddings))  # max_model_len defaults to the config's
     frac = p.kv_sizing.fraction.value if p.kv_sizing.fraction is not None else None
     rt = Runtime(
         engine=p.key, label=p.label, continuous=bool(p.continuous_batching.value), kv_rule=p.kv_sizing.rule,

@@ -109,6 +109,13 @@ def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
         r = requests[int(bad[0])]
         raise ValueError(f"request {r.id}: input_len+output_len={r.input_len}+{r.output_len} needs "
                          f"{int(need[bad[0]])} KV blocks of {cfg.block_size} tokens; a replica holds {cfg.num_blocks}")
+    if not cfg.chunked_prefill:  # a prompt must then enter in one step: it can never run past the budget
+        long = next((r for r in requests if r.input_len > cfg.max_num_batched_tokens), None)
+        if long is not None:
+            raise ValueError(f"request {long.id}: input_len={long.input_len} exceeds the token budget "
+                             f"{cfg.max_num_batched_tokens} of {cfg.engine} without chunked prefill; allowed: "
+                             f"input_len <= token budget, --max-batched-tokens >= input_len, or an engine with "
+                             f"chunked prefill")
 
 
 STEP_END, KV_ARRIVED = "step end", "kv arrived"  # heap event kinds
