@@ -460,3 +460,13 @@ def test_both_modes_rank_aggregated_and_disaggregated_together():
     assert both.table[0].metrics["tok_s_per_gpu"] == pytest.approx(best, rel=1e-12)
     with pytest.raises(ValueError, match="disaggregated"):
         search("llama-3.1-8b", disaggregated="sometimes", **kw)
+
+
+def test_emitted_commands_name_the_modelled_features_with_the_engines_flags():
+    row = known_row(features={"speculative": "eagle", "spec_tokens": 3, "acceptance": 0.8, "prefix_hit_rate": 0.5,
+                              "kv_offload": "host"}, engine="vllm@0.15.1")
+    text = emit_command("vllm", "org/model", row)
+    assert "# speculative decoding modelled (eagle, k=3, acceptance 0.8): --speculative-config" in text
+    assert "# prefix caching modelled (on by default in vLLM 0.15.1" in text
+    assert "# KV offload to host modelled: --kv-offloading-size GIB" in text
+    assert "speculative" not in emit_command("vllm", "org/model", known_row())

@@ -150,6 +150,27 @@ def _profile(engine: str, row: Row):
                if row.engine else [])
 
 
+def feature_notes(row: Row, p) -> list[str]:
+    """Comment lines for the engine features the row was modelled with, with the engine's own flag template
+    (engines.yaml ``flags``: speculative, prefix_caching, kv_offload); features are not rendered as flags
+    because their spelling takes values the row does not carry (a draft checkpoint, a host pool size)."""
+    f, flags = row.features, p.flags
+    out = []
+
+    def template(name):
+        t = getattr(flags, name, None) if flags is not None else None
+        return t or f"no {name} flag recorded for {p.label}"
+    if f.get("speculative"):
+        out.append(f"# speculative decoding modelled ({f['speculative']}, k={f['spec_tokens']}, acceptance "
+                   f"{f['acceptance']:g}): {template('speculative')}")
+    if f.get("prefix_hit_rate") or f.get("shared_prefix_len"):
+        on = "on by default" if p.prefix_caching is not None and p.prefix_caching.value else "off by default"
+        out.append(f"# prefix caching modelled ({on} in {p.label}): {template('prefix_caching')}")
+    if f.get("kv_offload"):
+        out.append(f"# KV offload to host modelled: {template('kv_offload')}")
+    return out
+
+
 def emit_command(engine: str, model: str, row: Row) -> str:
     """Shell text that launches ``row`` with ``engine`` (vllm, sglang, trtllm), with comments."""
     if engine not in ENGINES:
@@ -158,7 +179,7 @@ def emit_command(engine: str, model: str, row: Row) -> str:
     launch, ck = checkpoint(model, row.weight_dtype, engine)
     source = p.flags.source if p.flags is not None else p.label
     head = [f"# {row.layout}, {row.mode}, concurrency {row.concurrency} (inferbound search, rank {row.rank})",
-            f"# {p.label}; flags as in {source}"] + warn + ck + _fleet_note(row)
+            f"# {p.label}; flags as in {source}"] + warn + ck + _fleet_note(row) + feature_notes(row, p)
     online_fp8 = launch == model  # a pre-quantized checkpoint carries its own quantization_config
     body = []
     if engine == "trtllm":

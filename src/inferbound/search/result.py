@@ -68,6 +68,7 @@ class Row:
     memory_fraction: float | None = None  # the engine's KV memory fraction (None: its automatic value)
     mem_fraction_static: float = 0.0  # (weights + KV pool) / HBM: SGLang's share for the KV assumed
     prefill_batch: int = 0  # disaggregated: prompts per prefill step (0 aggregated)
+    features: dict = field(default_factory=dict)  # engine features modelled (speculative, prefix cache, offload)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -96,7 +97,21 @@ def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: 
                objective_value=_num(float(points.metric(objective, slice(i, i + 1))[0])), limit=limit,
                metrics=metrics, kv_capacity_gb=kv_capacity / 1e9,
                engine=rt.engine, memory_fraction=rt.memory_fraction,
-               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100))
+               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100), features=_features(rt))
+
+
+def _features(rt) -> dict:
+    """The engine features the row was evaluated with (runtime.py; docs/features/)."""
+    out = {}
+    if rt.speculative is not None:
+        out.update(speculative=rt.speculative, spec_tokens=rt.spec_tokens, acceptance=rt.acceptance)
+    if rt.prefix_hit_rate:
+        out["prefix_hit_rate"] = rt.prefix_hit_rate
+    if rt.shared_prefix_len:
+        out["shared_prefix_len"] = rt.shared_prefix_len
+    if rt.kv_offload != "none":
+        out["kv_offload"] = rt.kv_offload
+    return out
 
 
 def unit_label(row: Row) -> str:
