@@ -128,3 +128,17 @@ def test_latency_metric_variants_are_read(tmp_path):
     # a static batch is uniform: the 99th percentile of its latencies is their mean
     assert preds["e2e_ms_p99"] == preds["e2e_ms"]
     assert preds["e2e_ms"] > preds["tpot_ms"] * 127
+
+
+def test_validate_engine_applies_to_rows_naming_none(tmp_path):
+    from typer.testing import CliRunner
+    from inferbound.cli import app
+    row = {**BASE, "framework": "", "concurrency": "4", "metric": "itl_ms", "value": "20"}
+    parsed, _ = read_csv(write(tmp_path / "e.csv", [row, {**row, "case": "c2", "framework": "vLLM"}]))
+    assert deployment_for(parsed[0], default_engine="sglang").engine.startswith("sglang")
+    assert deployment_for(parsed[1], default_engine="sglang").engine.startswith("vllm")  # the row's own wins
+    a = predict_rows(parsed[:1], engine="sglang")[0].predicted
+    b = predict_rows(parsed[:1], engine="trtllm")[0].predicted
+    assert a != b
+    r = CliRunner().invoke(app, ["validate", str(tmp_path / "e.csv"), "--engine", "nope"])
+    assert r.exit_code == 2 and "engine" in r.output and len(r.output.strip().splitlines()) == 1

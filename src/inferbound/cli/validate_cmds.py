@@ -22,6 +22,8 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
              plot_file: Annotated[Path | None, typer.Option("--plot", help="predicted vs measured PNG")] = None,
              calibration: Calib = None, gpu_file: GpuFile = None,
              scenario: Annotated[str | None, typer.Option("--scenario", help="only rows of this scenario")] = None,
+             engine: Annotated[str | None, typer.Option("--engine", help="engine profile for rows whose engine/"
+                                                        "framework names none (default: the engines.yaml default)")] = None,
              json: Json = False) -> None:
     """Predict every row of a measured CSV and report the error per source, scenario and metric."""
     def body():
@@ -33,6 +35,9 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
             raise ValueError(f"scenario={scenario!r} unknown; allowed: {', '.join(SCENARIOS)}")
         writable_file(out, "out", ".csv")  # output paths checked before the predictions, not after
         writable_file(plot_file, "plot", ".png")
+        if engine is not None:
+            from ..runtime import profile_of
+            profile_of(engine)  # an unknown engine: one line now
         cal = resolve(calibration)  # a bad path fails here, once, with exit code 2
         calib = cal if cal is not None else "none"
         if gpu_file:
@@ -46,11 +51,11 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
                 raise ValueError(f"scenario={scenario!r}: no rows of this scenario in {file}; allowed: {have}")
             rows = kept
         if json or len(rows) < 50:
-            preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file)
+            preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file, engine=engine)
         else:
             with Progress(transient=True, console=console) as prog:
                 task = prog.add_task("predicting", total=1)
-                preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file,
+                preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file, engine=engine,
                                      progress=lambda d, n: prog.update(task, completed=d, total=n))
         s = summary(preds, bad, cal)
         if out:

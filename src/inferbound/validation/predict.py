@@ -116,7 +116,7 @@ def row_lengths(row: Row) -> Mix:
     return from_row_moments(row.input_len, row.output_len, row.input_len_std, row.output_len_std)
 
 
-def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
+def deployment_for(row: Row, calibration=None, gpu_files=None, default_engine: str | None = None) -> Deployment:
     weight = row.weight_dtype  # blank: as the checkpoint ships (checkpoint.py)
     act = row.act_dtype or (None if weight is None else (weight if weight in ("bf16", "fp16", "fp8") else "bf16"))
     if row.num_gpus % (row.tp * row.pp):
@@ -125,7 +125,8 @@ def deployment_for(row: Row, calibration=None, gpu_files=None) -> Deployment:
     dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
                           ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
                           weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files,
-                          calibration=calibration, engine=row_engine(row), engine_options=row_engine_options(row))
+                          calibration=calibration, engine=row_engine(row) or default_engine,
+                          engine_options=row_engine_options(row))
     return dep
 
 
@@ -243,8 +244,10 @@ PREDICTORS: dict[str, Callable[[Deployment, Row], dict[str, float]]] = {
     "static_batch": predict_static, "max_throughput": predict_max_throughput, "serving": predict_serving}
 
 
-def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=None) -> list[Prediction]:
-    """Predictions for every row, in input order; ``progress(n_done, n_total)`` is called per setup."""
+def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=None,
+                 engine: str | None = None) -> list[Prediction]:
+    """Predictions for every row, in input order; ``progress(n_done, n_total)`` is called per setup.
+    ``engine``: the profile of rows whose ``engine``/``framework`` names none (None: the default engine)."""
     by_setup: dict[tuple, list[Row]] = {}
     for r in rows:
         by_setup.setdefault(r.setup_key, []).append(r)
@@ -255,9 +258,10 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
             predictor = PREDICTORS.get(first.scenario)
             if predictor is None:
                 raise ValueError(f"scenario={first.scenario!r} has no predictor")
-            dep = deployment_for(first, calibration, gpu_files)
+            dep = deployment_for(first, calibration, gpu_files, engine)
+            fallback = "the given" if engine else "the default"
             note = "" if first.engine or not first.framework.strip() or row_engine(first) else \
-                f"framework={first.framework!r} names no engine profile: predicted with the default {dep.engine}"
+                f"framework={first.framework!r} names no engine profile: predicted with {fallback} {dep.engine}"
             feature_notes = [n for n in dep.runtime.notes if " defaults to " in n]  # e.g. MTP's acceptance
             if feature_notes:
                 note = "; ".join(x for x in (note, *feature_notes) if x)
