@@ -388,3 +388,241 @@ def test_serve_binds_loopback_by_default(monkeypatch):
     assert CliRunner().invoke(app, ["serve", "--port", "8123"]).exit_code == 0
     assert calls[-1] == {"host": "127.0.0.1", "port": 8123, "log_level": "info"}
     assert serve_cmd.is_loopback("::1") and not serve_cmd.is_loopback("0.0.0.0")
+
+
+# ---------- issue 14: serving scenario, scenario views, compare, search exports ----------
+
+H100_70B = {"model": "llama-3.1-70b", "gpu": "h100_sxm", "num_gpus": 4}
+KV_70B_BF16 = 2 * 2 * 80 * 8 * 128  # K and V x bf16 bytes x 80 layers x 8 KV heads x 128 head dim, per token
+
+
+@pytest.mark.parametrize("load", [{"rate": 2.0}, {"concurrency": 24, "think_time": 0.5}])
+def test_serving_estimate_equals_python_api(client, load):
+    from inferbound.workloads.serving import serving
+    got = post(client, "/api/estimate", {**H100_70B, "scenario": "serving", "input_len": 2000, "output_len": 300, **load})
+    want = serving(ib.make_deployment(**H100_70B), input_len=2000, output_len=300, **load).to_dict()
+    assert got["scenario"] == "serving"
+    for key in ("in_service", "decode_batch", "busy_share", "step_time_s", "tpot_s", "output_tok_s", "requests_per_s",
+                "joules_per_output_token", "usd_per_million_output_tokens", "limited_by", "bound", "mode"):
+        assert got[key] == (pytest.approx(want[key]) if isinstance(want[key], float) else want[key]), key
+    assert got["ttft_s"] == pytest.approx(want["ttft_s"])
+
+
+def test_max_throughput_view_is_its_own_operating_point(client):
+    """Memory at the operating concurrency C, by hand: KV = C x held tokens x KV bytes per token / TP (the KV
+    heads split over TP4); held tokens = I + O/2 (reservation current) or I + O (max), in whole blocks;
+    activations of a step at the token budget T = T x (4d + (2 ff + (n_h + 2 n_kv) h)/tp) x 2 B + S x vocab/tp x 4 B
+    (S = min(C, T) sampled rows); weights as the static estimate's. The time split adds up to the step time."""
+    got = post(client, "/api/estimate", {**H100_70B, "scenario": "max-throughput", "input_len": 1024, "output_len": 256})
+    mem, step_ = got["view"]["memory"], got["view"]["step"]
+    c, block = got["concurrency"], got["block_size"]
+    held = 1024 + (256 / 2 if got["kv_reservation"] == "current" else 256)
+    held = -(-held // block) * block
+    assert mem["held_tokens"] == held
+    assert mem["kv_cache"] == pytest.approx(c * held * KV_70B_BF16 / 4)
+    assert mem["kv_cache"] <= mem["kv_capacity"] * (1 + 1e-9)  # the KV cache binds at most at its capacity
+    t = mem["token_budget"]
+    width = 4 * 8192 + (2 * 28672 + (64 + 2 * 8) * 128) / 4
+    rows = min(-(-c // 1), t)
+    assert mem["activations"] == pytest.approx(t * width * 2 + rows * 128256 / 4 * 4)
+    static = post(client, "/api/estimate", {**H100_70B})
+    assert mem["weights"] == pytest.approx(static["memory"]["weights"])
+    assert mem["fits"] is True and "max-throughput point" in mem["basis"]
+    assert step_["time_s"] == pytest.approx(got["step_time_s"])
+    assert sum(step_["split_s"].values()) == pytest.approx(got["step_time_s"], rel=1e-6)
+    assert step_["bound"] == got["bound"]
+
+
+def test_serving_view_is_at_its_count_in_service(client):
+    got = post(client, "/api/estimate", {**H100_70B, "scenario": "serving", "concurrency": 32})
+    mem, step_ = got["view"]["memory"], got["view"]["step"]
+    held = 1024 + (256 / 2 if mem["kv_reservation"] == "current" else 256)
+    held = -(-held // 16) * 16
+    assert mem["in_flight"] == pytest.approx(got["in_service"])
+    assert mem["kv_cache"] == pytest.approx(got["in_service"] * held * KV_70B_BF16 / 4)
+    assert sum(step_["split_s"].values()) == pytest.approx(got["step_time_s"], rel=1e-6)
+    assert step_["decode_batch"] == pytest.approx(got["decode_batch"])
+    assert 0 < step_["prefill_step_share"] < 1  # decode-only steps and steps that carry prompt chunks
+
+
+def test_kv_offload_view_puts_the_excess_in_the_host_tier(client):
+    body = {"model": "llama-3.1-70b", "gpu": "gh200", "num_gpus": 1, "weight_dtype": "fp8", "act_dtype": "fp8",
+            "scenario": "max-throughput", "input_len": 8192, "output_len": 1024}
+    plain = post(client, "/api/estimate", body)
+    host = post(client, "/api/estimate", {**body, "kv_offload": "host"})
+    assert host["concurrency"] > plain["concurrency"]
+    m = host["view"]["memory"]
+    assert m["kv_host_capacity"] > 0 and m["kv_on_gpu"] == pytest.approx(min(m["kv_cache"], m["kv_capacity"]))
+    assert m["kv_in_host"] == pytest.approx(max(m["kv_cache"] - m["kv_capacity"], 0.0))
+
+
+def test_requests_and_its_old_name(client):
+    base = {"model": "llama-3.1-8b", "scenario": "max-throughput", "input_len": 512, "output_len": 128}
+    new = post(client, "/api/estimate", {**base, "requests": 700})
+    old = post(client, "/api/estimate", {**base, "num_requests": 700})
+    assert new["num_requests"] == old["num_requests"] == 700
+    assert new["run_s"] == pytest.approx(old["run_s"])
+    r = client.post("/api/estimate", json={**base, "requests": 700, "num_requests": 800})
+    assert r.status_code == 422 and "num_requests" in r.text
+
+
+def test_max_throughput_takes_length_mixes(client):
+    from inferbound.workloads.lengths import from_options
+    body = {"model": "llama-3.1-8b", "gpu": "h100_sxm", "scenario": "max-throughput", "input_len": 1000,
+            "output_len": 200, "output_dist": "uniform:50:350"}
+    got = post(client, "/api/estimate", body)
+    mix = from_options({"input_len": 1000, "output_len": 200, "output_dist": "uniform:50:350"})
+    want = ib.max_throughput(model="llama-3.1-8b", gpu="h100_sxm", input_len=1000, output_len=200, lengths=mix)
+    assert got["output_tok_s"] == pytest.approx(want.output_tok_s)
+    assert got["lengths"] == want.lengths
+    ds = post(client, "/api/estimate", {**body, "output_dist": None, "dataset": "sharegpt"})
+    assert ds["lengths"].startswith("sharegpt") or "sharegpt" in ds["lengths"]
+
+
+SCENARIO_BAD = [
+    ({"scenario": "serving"}, ["body", "rate"]),
+    ({"scenario": "serving", "rate": 1, "concurrency": 4}, ["body", "rate"]),
+    ({"scenario": "static", "rate": 1}, ["body", "rate"]),
+    ({"scenario": "max-throughput", "concurrency": 4}, ["body", "concurrency"]),
+    ({"scenario": "static", "dataset": "sharegpt"}, ["body", "dataset"]),
+    ({"scenario": "max-throughput", "dataset": "nope"}, ["body", "dataset"]),
+    ({"scenario": "serving", "rate": 1e6}, ["body", "rate"]),  # overload names the capacity
+    ({"scenario": "serving", "rate": 0}, ["body", "rate"]),
+    ({"scenario": "max-throughput", "input_dist": "normal:abc"}, ["body", "input_dist"]),
+    ({"speculative": "draft:llama-3.2-1b", "spec_tokens": 3, "acceptance": 0.7}, ["body", "speculative"]),
+    ({"speculative": "eagle", "spec_tokens": 3, "acceptance": 1.0}, ["body", "acceptance"]),
+    ({"speculative": "medusa"}, ["body", "speculative"]),
+]
+
+
+@pytest.mark.parametrize("extra,loc", SCENARIO_BAD, ids=[json.dumps(b)[:60] for b, _ in SCENARIO_BAD])
+def test_scenario_options_are_checked(client, extra, loc):
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", **extra})
+    assert r.status_code == 422, r.text
+    assert loc in loc_of(r), r.text
+
+
+def test_speculative_decoding_reaches_the_estimate(client):
+    """tau = (1 - a^(k+1)) / (1 - a) tokens per target step: k = 3, a = 0.7 gives (1 - 0.2401) / 0.3."""
+    got = post(client, "/api/estimate", {**H100_70B, "scenario": "max-throughput", "speculative": "eagle",
+                                         "spec_tokens": 3, "acceptance": 0.7})
+    assert got["tokens_per_step"] == pytest.approx((1 - 0.7 ** 4) / 0.3)
+    assert got["view"]["step"]["tokens_per_step"] == pytest.approx((1 - 0.7 ** 4) / 0.3)
+
+
+COMPARE = {"workload": {"scenario": "serving", "concurrency": 16, "input_len": 1024, "output_len": 256},
+           "deployments": [{"model": "llama-3.1-70b", "gpu": "h100_sxm", "tp": 4},
+                           {"model": "llama-3.1-70b", "gpu": "h200_sxm", "tp": 2, "weight_dtype": "fp8",
+                            "label": "H200 fp8"}]}
+
+
+def test_compare_equals_python_api(client):
+    from inferbound import compare as cmp
+    got = post(client, "/api/compare", COMPARE)
+    workload, deps = cmp.parse(COMPARE)
+    want = cmp.compare(workload, deps)
+    assert [r["label"] for r in got["rows"]] == ["4x h100_sxm TP4", "H200 fp8"]
+    for g, w in zip(got["rows"], want):
+        assert g["metrics"] == pytest.approx(w.metrics)
+        assert (g["fits"], g["bound"], g["deployment"]) == (w.fits, w.bound, w.deployment)
+    first, second = got["rows"][0]["metrics"], got["rows"][1]["metrics"]
+    assert all(v == pytest.approx(1.0) for v in got["rows"][0]["ratio"].values() if v is not None)
+    assert got["rows"][1]["ratio"]["tok_s_per_gpu"] == pytest.approx(second["tok_s_per_gpu"] / first["tok_s_per_gpu"])
+    assert got["csv"] == cmp.to_csv(want)
+    assert got["csv"].count("\n") == 3  # header + one line per deployment
+
+
+def test_compare_static_and_max_throughput(client):
+    for w in ({"scenario": "static", "batch": 4}, {"scenario": "max-throughput", "requests": 2000}):
+        got = post(client, "/api/compare", {"workload": w, "deployments": [{"model": "llama-3.1-8b"},
+                                                                           {"model": "llama-3.1-8b", "gpu": "h200_sxm"}]})
+        assert len(got["rows"]) == 2 and got["workload"]["scenario"] == w["scenario"]
+        assert (got["rows"][0]["metrics"]["ttft_ms"] is None) == (w["scenario"] == "max-throughput")
+
+
+COMPARE_BAD = [
+    ({**COMPARE, "deployments": [{"model": "llama-3.1-8b"}] * (schemas.MAX_COMPARE_DEPLOYMENTS + 1)}, ["body", "deployments"]),
+    ({**COMPARE, "deployments": []}, ["body", "deployments"]),
+    ({**COMPARE, "deployments": [{"model": "llama-3.1-70b", "tp": 3}]}, ["body", "deployments", 0, "tp"]),
+    ({**COMPARE, "deployments": [{"model": "llama-3.1-8b"}, {"model": "/etc/passwd"}]}, ["body", "deployments", 1, "model"]),
+    ({**COMPARE, "deployments": [{"model": "no-such-model"}]}, ["body", "deployments", 0, "model"]),
+    ({**COMPARE, "deployments": [{"model": "llama-3.1-8b", "gpu_file": "/etc/x.yaml"}]}, ["body", "deployments", 0, "gpu_file"]),
+    ({**COMPARE, "deployments": [{"model": "llama-3.1-8b", "calibration": "/etc/cal.yaml"}]},
+     ["body", "deployments", 0, "calibration"]),
+    ({"workload": {"scenario": "serving", "rate": 1e6}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "rate"]),
+    ({"workload": {"scenario": "serving"}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "rate"]),
+    ({"workload": {"input_len": 200000}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "input_len"]),
+    ({"workload": {"scenario": "nope"}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "scenario"]),
+    ({"workload": {"trace": "/etc/passwd"}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "trace"]),
+    ({"workload": {}, "deployments": [{"model": "llama-3.1-8b"}], "extra": 1}, ["body", "extra"]),
+]
+
+
+@pytest.mark.parametrize("body,loc", COMPARE_BAD, ids=[json.dumps(b)[:70] for b, _ in COMPARE_BAD])
+def test_compare_bad_input_is_422_at_the_field(client, body, loc):
+    r = client.post("/api/compare", json=body)
+    assert r.status_code == 422, r.text
+    assert loc in loc_of(r), r.text
+    assert all(d["msg"] and "\n" not in d["msg"] for d in r.json()["detail"])
+
+
+def test_compare_never_reads_a_file_named_like_a_model(client, tmp_path, monkeypatch):
+    decoy = tmp_path / "llama-3.1-8b"
+    decoy.mkdir()
+    (decoy / "config.json").write_text(json.dumps({**CATALOG_8B, "num_hidden_layers": 2}))
+    monkeypatch.chdir(tmp_path)
+    got = post(client, "/api/compare", {"workload": {"batch": 1}, "deployments": [{"model": "llama-3.1-8b"}]})
+    want = ib.estimate(ib.make_deployment(model=CATALOG_8B), batch=1, input_len=1024, output_len=256)
+    assert got["rows"][0]["metrics"]["tpot_ms"] == pytest.approx(want.tpot_s * 1e3)
+
+
+def test_compare_past_the_time_budget_is_422():
+    slow = TestClient(create_app(work_seconds=0.0))
+    r = slow.post("/api/compare", json=COMPARE)
+    assert r.status_code == 422 and "stopped after" in r.json()["detail"][0]["msg"]
+
+
+def test_search_exports_csv_launch_command_and_the_clis_axes(client):
+    search = pytest.importorskip("inferbound.search", reason="inferbound.search not installed")
+    from inferbound.search.plot import _axis
+    from inferbound.search.space import search_defaults
+    got = post(client, "/api/search", {"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 2, "top": 3,
+                                       "emit": "sglang"})
+    want = search.search("llama-3.1-8b", gpus=["h100_sxm"], max_gpus=2, top=3, engine="sglang")
+    x, y = search_defaults()["output"]["frontier"]
+    f = got["frontiers"][0]
+    assert (f["x"], f["y"]) == (x, y) == tuple(want.default_frontier)
+    assert (f["x_label"], f["y_label"]) == (_axis(x), _axis(y))
+    assert got["csv"] == want.to_csv()
+    assert got["launch_command"]["rank"] == 1 and got["launch_command"]["engine"] == "sglang"
+    assert got["launch_command"]["text"] == search.emit_command("sglang", want.model, want.table[0])
+    assert "sglang.launch_server" in got["launch_command"]["text"]
+    r = client.post("/api/search", json={"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 1,
+                                         "emit": "vllm", "engine": "sglang"})
+    assert r.status_code == 422 and ["body", "emit"] in loc_of(r)
+    r = client.post("/api/search", json={"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 1, "top": 2,
+                                         "emit": "vllm", "emit_rank": 3})
+    assert r.status_code == 422 and ["body", "emit_rank"] in loc_of(r)
+
+
+def test_search_takes_slos_budgets_and_lengths(client):
+    pytest.importorskip("inferbound.search", reason="inferbound.search not installed")
+    body = {"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 4, "top": 5}
+    got = post(client, "/api/search", {**body, "slo_tpot_ms": 20, "max_total_gpus": 2})
+    assert got["table"] and all(r["metrics"]["tpot_ms"] <= 20 for r in got["table"])
+    assert all(r["unit_gpus"] * r["replicas"] <= 2 for r in got["table"])
+    assert len(got["constraints"]) == 2
+    mixed = post(client, "/api/search", {**body, "output_dist": "uniform:50:450", "output_len": 250})
+    assert "uniform:50:450" in mixed["workload"]["lengths"]
+
+
+def test_every_script_and_style_of_the_page_is_local(client):
+    import re
+    page = client.get("/").text
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
+    assert {"/static/common.js", "/static/planner.js", "/static/app.js", "/static/charts.js"} <= set(assets)
+    for asset in assets:
+        r = client.get(asset)
+        assert r.status_code == 200, asset
+        text = r.text.replace("http://www.w3.org/2000/svg", "")
+        assert "http://" not in text and "https://" not in text and "//cdn" not in text, asset

@@ -5,9 +5,12 @@
 - ``modelsource``: a model from the catalog or a pasted config only, never a file the client names;
 - ``errors``: 422 with field errors, the body-size cap, JSON safety; ``compute``: deployment building
   and the translation of the library's input errors; ``budget``: wall-clock budget, heavy-call slots;
-- ``routes_catalog`` (models, gpus, meta), ``routes_estimate`` (estimate, roofline, memory),
-  ``routes_serving`` (simulate), ``routes_search`` (search), ``routes_validate`` (validate);
-- ``static/``: index.html, app.js, charts.js, style.css (no CDN, no web fonts).
+- ``routes_catalog`` (models, gpus, meta), ``routes_estimate`` (estimate: static, max-throughput,
+  serving; roofline, memory), ``routes_compare`` (compare), ``routes_serving`` (simulate),
+  ``routes_search`` (search, with CSV and launch commands), ``routes_validate`` (validate);
+- ``scenario_view``: the memory per GPU and time split of a steady state's own operating point;
+- ``static/``: index.html, app.js (form, URL, panels), planner.js (frontier, exports, comparison),
+  charts.js (SVG), common.js (formats, API, downloads), style.css (no CDN, no web fonts).
 
 See docs/web.md.
 """

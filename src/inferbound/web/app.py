@@ -6,7 +6,8 @@
 - ``allowed_hosts``: when given, other Host headers get 400 (guards a loopback server against DNS
   rebinding); ``inferbound serve`` passes the loopback names when it binds 127.0.0.1.
 - The page's Content-Security-Policy allows only this origin: a stray CDN reference would fail.
-- /api/simulate and /api/search are registered when ``inferbound.sim`` / ``inferbound.search`` exist.
+- /api/simulate and /api/search are registered when ``inferbound.sim`` / ``inferbound.search`` exist;
+  /api/compare always.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import __version__
-from . import routes_catalog, routes_estimate, routes_validate
+from . import routes_catalog, routes_compare, routes_estimate, routes_validate
 from .budget import make_slots
 from .errors import ApiError, BodyLimit, api_error_handler, validation_error_handler
 from .routes_catalog import available
@@ -69,7 +70,7 @@ def create_app(max_body_bytes: int = MAX_BODY_BYTES, work_seconds: float | None 
     app.state.heavy_slots = make_slots(heavy_slots)
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for module in (routes_catalog, routes_estimate, routes_validate):
+    for module in (routes_catalog, routes_estimate, routes_compare, routes_validate):
         app.include_router(module.router)
     if available("inferbound.sim"):
         from . import routes_serving

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pydantic import BaseModel
 
 from ..deployment import Deployment, make_deployment
-from .errors import log, to_api_error
+from .errors import ApiError, log, to_api_error
 from .modelsource import resolve_model
 from .schemas import DeploymentIn
 
@@ -39,3 +39,30 @@ def bands_for(dep: Deployment, scenario: str) -> dict:
     cal = getattr(dep, "calibration", None)
     band = cal.band(scenario, "throughput", None) if cal is not None else None
     return {} if band is None else {"throughput": band, "tpot": band}
+
+
+LENGTH_FIELDS = ("input_dist", "output_dist", "dataset")
+
+
+def lengths_of(req):
+    """The request's length mix (workloads/lengths.py) from its LENGTHS fields, else None (fixed lengths)."""
+    from ..workloads.lengths import from_options
+    return from_options({k: getattr(req, k, None) for k in ("input_len", "output_len", *LENGTH_FIELDS)})
+
+
+def check_scenario(scenario: str, rate, concurrency, lengths, where: tuple = ()) -> None:
+    """The scenario's own options only, as the CLI's estimate checks them: rate/concurrency (exactly one)
+    for serving; length distributions and datasets for the steady states. ApiError at ``where`` + field."""
+    if scenario == "serving":
+        if (rate is None) == (concurrency is None):
+            raise ApiError((*where, "rate"), "scenario serving needs exactly one of rate (requests/s, open loop) or "
+                                             "concurrency (clients, closed loop)")
+        return
+    for name, v in (("rate", rate), ("concurrency", concurrency)):
+        if v is not None:
+            raise ApiError((*where, name), f"{name}={v!r} applies to scenario serving, not scenario {scenario}")
+    if scenario == "static":
+        for name in LENGTH_FIELDS:
+            if getattr(lengths, name, None):
+                raise ApiError((*where, name), f"{name} applies to scenario max-throughput and serving (a static "
+                                               f"batch has fixed lengths: input_len, output_len)")

@@ -29,15 +29,16 @@ FIELD_RE = re.compile(r"^([a-z_][a-z0-9_]*)=")
 
 
 class ApiError(Exception):
-    """A bad value of request field ``field`` (None: the body as a whole)."""
+    """A bad value of request field ``field`` (a name or a path of names and indices; None: the body)."""
 
-    def __init__(self, field: str | None, msg: str, kind: str = "value_error"):
+    def __init__(self, field, msg: str, kind: str = "value_error"):
         super().__init__(msg)
         self.field, self.msg, self.kind = field, msg, kind
 
 
-def unprocessable(field: str | None, msg: str, kind: str = "value_error") -> JSONResponse:
-    loc = ["body"] + ([field] if field else [])
+def unprocessable(field, msg: str, kind: str = "value_error") -> JSONResponse:
+    """422 at ``field``: a name, a path (a tuple of names and indices, e.g. ("deployments", 1, "tp")) or None."""
+    loc = ["body"] + (list(field) if isinstance(field, (list, tuple)) else [field] if field else [])
     return JSONResponse(status_code=422, content={"detail": [{"loc": loc, "msg": msg, "type": kind}]})
 
 

@@ -100,6 +100,12 @@ def resolve_model(req: ModelIn) -> ModelSpec:
     return context_checked(_spec(req), req)
 
 
+def model_spec(req: ModelIn) -> ModelSpec:
+    """The request's ModelSpec without the context check (a comparison checks each deployment's model
+    against its one workload: ``context_checked(model_spec(d), workload)``)."""
+    return _spec(req)
+
+
 def _spec(req: ModelIn) -> ModelSpec:
     overrides = dict(req.model_overrides or {})
     family = getattr(req, "assume_family", None)

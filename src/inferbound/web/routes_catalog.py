@@ -7,9 +7,11 @@ from functools import lru_cache
 from fastapi import APIRouter
 
 from .. import __version__
+from .. import options as opts
 from ..calibration import resolve as resolve_calibration
 from ..dtypes import DTYPES
 from ..hardware import gpu_table, load_catalog, skipped_gpus
+from ..workloads.lengths import dataset_names
 from . import schemas
 from .errors import jsonable
 
@@ -51,12 +53,15 @@ def meta() -> dict:
     except ValueError as e:  # a broken $INFERBOUND_CALIBRATION is the operator's, reported not raised
         calibration = f"unusable: {e}"
     return {
-        "version": __version__, "dtypes": list(DTYPES), "scenarios": ["static", "max-throughput"],
+        "version": __version__, "dtypes": list(DTYPES), "scenarios": list(opts.by_name(opts.ESTIMATE)["scenario"].choices),
+        "datasets": list(dataset_names()), "speculative": ["eagle", "mtp", "ngram"],
+        "kv_offload": list(opts.by_name(opts.ENGINE)["kv_offload"].choices),
         "collective_algos": ["auto", "ring", "tree", "oneshot", "twoshot", "nvls"],
         "features": {"simulate": available("inferbound.sim"), "search": available("inferbound.search")},
         "calibration": calibration,
         "limits": {"num_gpus": schemas.MAX_GPUS, "batch": schemas.MAX_BATCH, "tokens": schemas.MAX_TOKENS,
                    "offline_requests": schemas.MAX_OFFLINE_REQUESTS, "sim_requests": schemas.MAX_SIM_REQUESTS,
                    "sim_output_len": schemas.MAX_SIM_OUTPUT, "sim_output_tokens": schemas.MAX_SIM_OUTPUT_TOKENS,
-                   "csv_chars": schemas.MAX_CSV_CHARS, "config_layers": schemas.MAX_CONFIG_LAYERS},
+                   "csv_chars": schemas.MAX_CSV_CHARS, "config_layers": schemas.MAX_CONFIG_LAYERS,
+                   "compare_deployments": schemas.MAX_COMPARE_DEPLOYMENTS},
     }

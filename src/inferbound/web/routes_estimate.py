@@ -1,4 +1,4 @@
-"""POST endpoints on one deployment: estimate (static batch or max throughput), roofline, memory.
+"""POST endpoints on one deployment: estimate (static batch, max throughput or serving), roofline, memory.
 
 Each returns what the matching CLI command prints with ``--json``: the same library calls and the same
 report layer (report.py), made JSON-safe. No route imports a CLI module.
@@ -10,23 +10,38 @@ from fastapi import APIRouter
 from .. import report
 from ..estimate import estimate as run_estimate
 from ..workloads import max_throughput
-from .compute import bands_for, computing, deployment
+from ..workloads.serving import serving
+from ..workloads.steady_state import as_mix
+from .compute import bands_for, check_scenario, computing, deployment, lengths_of
 from .errors import jsonable
+from .scenario_view import max_throughput_view, serving_view
 from .schemas import EstimateIn, WorkloadIn
 
 router = APIRouter(prefix="/api", tags=["deployment"])
 
 
-@router.post("/estimate", summary="Static batch or max-throughput estimate")
+@router.post("/estimate", summary="Static batch, max-throughput or serving estimate")
 def estimate(req: EstimateIn) -> dict:
     """``static``: TTFT, TPOT, latency, throughput, memory per GPU, energy, cost, the compute / memory /
     communication split of prefill and decode, error bands (with a calibration). ``max-throughput``:
-    the offline continuous-batching operating point. Times in ms in the keys that say so, else SI."""
+    the offline continuous-batching operating point. ``serving``: the analytic steady state at ``rate``
+    or ``concurrency`` (workloads/serving.py). The steady states add ``view``: memory per GPU and the
+    time split of their own operating point (scenario_view.py). Times in ms in the keys that say so, else SI."""
+    check_scenario(req.scenario, req.rate, req.concurrency, req)
     dep = deployment(req)
     with computing(req):
+        mix = lengths_of(req)
         if req.scenario == "max-throughput":
-            r = max_throughput(dep, input_len=req.input_len, output_len=req.output_len, num_requests=req.num_requests)
-            out = {**r.to_dict(), "error_bands": bands_for(dep, "max_throughput"), "warnings": dep.warnings}
+            r = max_throughput(dep, input_len=req.input_len, output_len=req.output_len, num_requests=req.requests,
+                               lengths=mix)
+            view = max_throughput_view(dep, r, mix or as_mix(req.input_len, req.output_len))
+            out = {**r.to_dict(), "error_bands": bands_for(dep, "max_throughput"), "warnings": dep.warnings,
+                   "view": view}
+        elif req.scenario == "serving":
+            s = serving(dep, rate=req.rate, concurrency=req.concurrency, think_time=req.think_time,
+                        input_len=req.input_len, output_len=req.output_len, lengths=mix)
+            view = serving_view(dep, s, mix or as_mix(req.input_len, req.output_len))
+            out = {**s.to_dict(), "warnings": dep.warnings, "view": view}
         else:
             out = run_estimate(dep, batch=req.batch, input_len=req.input_len, output_len=req.output_len).to_dict()
     return jsonable({"scenario": req.scenario, "deployment": dep.label(), **out, "engine": report.engine(dep)})

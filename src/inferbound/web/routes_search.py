@@ -3,6 +3,11 @@
 Caps: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE (a quarter with all_layouts), the wall-clock
 budget of budget.py (checked as layouts evaluate), and the frontier thinned to ``max_points``.
 The search always runs on the local backend (no Ray address comes from a client).
+
+As the CLI: the frontier defaults to data/search.yaml ``output.frontier`` (x, y), each frontier carries
+the axis labels of the CLI's plot (search/plot.py), ``csv`` is the ranked table of ``--csv``, and
+``emit`` returns the launch command of row ``emit_rank`` (``--emit``/``--emit-rank``, search/emit.py),
+the search then modelling that engine.
 """
 from __future__ import annotations
 
@@ -10,19 +15,15 @@ import numpy as np
 from fastapi import APIRouter, Request
 
 from ..hardware import load_catalog
+from ..search.plot import _axis  # the CLI plot's axis labels
 from .budget import Deadline, OverBudget, heavy_slot, seconds_for
-from .compute import computing
+from .compute import computing, lengths_of
 from .errors import ApiError, jsonable
 from .modelsource import resolve_model
 from ..options import ENGINE, engine_options
 from .schemas import MAX_SEARCH_SIZE, SearchIn
 
 
-def lengths_of(req):
-    """The request's length mix (workloads/lengths.py) from the LENGTHS fields it declares, else None."""
-    from ..workloads.lengths import from_options
-    return from_options({k: getattr(req, k, None) for k in ("input_len", "output_len", "input_dist", "output_dist",
-                                                            "dataset")})
 
 router = APIRouter(prefix="/api", tags=["search"])
 
@@ -48,6 +49,9 @@ def search(req: SearchIn, request: Request) -> dict:
         raise ApiError("max_gpus", f"{types} GPU type(s) x max_gpus={req.max_gpus} = {types * req.max_gpus} exceeds "
                                    f"the search size cap {size_cap}{' with all_layouts' if req.all_layouts else ''}; "
                                    f"name fewer GPUs or lower max_gpus")
+    if req.emit is not None and req.engine is not None and req.engine.split("@")[0] != req.emit:
+        raise ApiError("emit", f"emit={req.emit!r} differs from engine={req.engine!r}: the launch command must be the "
+                               f"engine the search modelled; allowed: the same engine, or emit alone")
     spec = resolve_model(req)
     with heavy_slot(request), computing(req):
         try:
@@ -59,7 +63,7 @@ def search(req: SearchIn, request: Request) -> dict:
                              disaggregated="both" if req.both_modes else req.disaggregated,
                              backend="local", progress=Deadline(seconds_for(request)),
                              calibration=req.calibration_arg, dtypes=req.dtypes, all_layouts=req.all_layouts,
-                             top=req.top, engine=req.engine, prices=req.prices,
+                             top=req.top, engine=req.engine or req.emit, prices=req.prices,
                              engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}),
                              gpu_scale=req.gpu_scale, lengths=lengths_of(req))
         except OverBudget as e:
@@ -67,8 +71,28 @@ def search(req: SearchIn, request: Request) -> dict:
             raise ApiError("max_gpus", f"search stopped after {seconds:g} s of work ({done:,} of {total:,} layouts "
                                        f"evaluated): the server's cap per call; name fewer GPUs or lower "
                                        f"max_gpus") from None
-        out = res.to_dict(frontiers=[(req.frontier_x, req.frontier_y)])
+        x, y = req.frontier_x or res.default_frontier[0], req.frontier_y or res.default_frontier[1]
+        out = res.to_dict(frontiers=[(x, y)])
+        out["csv"] = res.to_csv()
+        out["launch_command"] = launch(req, res)
     frontier = out["frontiers"][0]
+    frontier["x_label"], frontier["y_label"] = _axis(x), _axis(y)
     frontier["total"] = len(frontier["points"])
     frontier["points"] = thin(frontier["points"], req.max_points)
     return jsonable(out)
+
+
+def launch(req, res) -> dict | None:
+    """{engine, rank, text} of the row ``emit_rank`` for ``emit``, None without emit; ApiError on emit_rank past
+    the table (none when no configuration meets the constraints: nothing to launch, said in ``text``)."""
+    from ..search import emit_command
+    if req.emit is None:
+        return None
+    if not res.table:
+        return {"engine": req.emit, "rank": None, "text": None,
+                "note": "no configuration meets the constraints: there is nothing to launch"}
+    if req.emit_rank > len(res.table):
+        raise ApiError("emit_rank", f"emit_rank={req.emit_rank} must be between 1 and {len(res.table)} (rows of the "
+                                    f"table)")
+    return {"engine": req.emit, "rank": req.emit_rank,
+            "text": emit_command(req.emit, res.model, res.table[req.emit_rank - 1])}

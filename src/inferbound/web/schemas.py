@@ -35,7 +35,7 @@ MAX_SEARCH_GPUS = 72              # largest layout a search sweeps (one NVL72 ra
 MAX_SEARCH_SIZE = 256             # GPU types x max_gpus of one search (x4 with all_layouts)
 MAX_FRONTIER_POINTS = 2000
 
-Scenario = Literal["static", "max-throughput"]
+MAX_COMPARE_DEPLOYMENTS = 8        # deployments of one /api/compare call (the CLI takes compare.MAX_DEPLOYMENTS)
 #: inferbound.search's objectives and frontier metrics (tests check these against the library)
 Objective = Literal["tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate"]
 Metric = Literal["tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate", "tok_s",
@@ -70,6 +70,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())
 
 
+class Checked(Strict):
+    """Length distribution specs (input_dist, output_dist), where a model declares them, checked on their own."""
+
+    @field_validator("input_dist", "output_dist", check_fields=False)
+    @classmethod
+    def _dist(cls, v):
+        import re
+        if v is not None and (len(v) > 64 or not re.match(DIST_PATTERN, v)):
+            raise ValueError("must be fixed, uniform:LO:HI, normal:MEAN:STD or exponential[:MEAN]")
+        return v
+
+
 ONE_MODEL = ("Exactly one of `model` (a catalog alias, HF id or variant id) or `config` (a pasted config.json) "
              "names the model.")
 
@@ -84,7 +96,7 @@ def _one_of_model_or_config(schema: dict) -> None:
         schema["description"] = f"{text} {ONE_MODEL}".strip()
 
 
-class ModelIn(Strict):
+class ModelIn(Checked):
     """A model by catalog name or pasted config.json (exactly one), optional overrides, the calibration."""
 
     model_config = ConfigDict(json_schema_extra=_one_of_model_or_config)
@@ -127,6 +139,20 @@ class ModelIn(Strict):
             check_prices(v, load_catalog())  # a GPU id not in the catalog: 422 on this field, naming the known ids
         return v
 
+    @field_validator("speculative", check_fields=False)
+    @classmethod
+    def _speculative(cls, v):
+        """eagle, mtp or ngram. ``draft:MODEL`` is refused here: the library loads a draft model by name, which
+        looks for a local path of that name first, and the API reads no file a client names."""
+        if v is not None:
+            from ..speculative import parse_method
+            method, _ = parse_method(v)  # ValueError naming the value and the allowed methods: 422 on this field
+            if method == "draft":
+                raise ValueError(f"speculative={v!r}: a draft model is not offered by the web API (the library would "
+                                 f"load it by name, local paths first; the API reads no file a client names); "
+                                 f"allowed: eagle, mtp, ngram (the CLI takes draft:MODEL)")
+        return v
+
     @model_validator(mode="after")
     def _one_model(self):
         if (self.model is None) == (self.config is None):
@@ -137,8 +163,8 @@ class ModelIn(Strict):
 
 def _field(o: opts.Opt):
     """(annotation, Field) of one declared option in the API."""
-    bounds = {k: v for k, v in (("ge", o.ge), ("gt", o.gt), ("le", o.api_le if o.api_le is not None else o.le))
-              if v is not None}
+    bounds = {k: v for k, v in (("ge", o.ge), ("gt", o.gt), ("le", o.api_le if o.api_le is not None else o.le),
+                                ("lt", o.lt)) if v is not None}
     if o.choices is not None:
         t = Literal[o.choices]  # type: ignore[valid-type]
     elif o.kind == "list_int":
@@ -215,11 +241,27 @@ WorkloadIn = _model("WorkloadIn", DeploymentIn, (opts.STATIC,), (),
                     "generated.")
 
 
-class EstimateIn(WorkloadIn):
-    """``static``: one batch (TTFT, TPOT, memory, energy, split); ``max-throughput``: offline operating point."""
+_EstimateFields = _model("_EstimateFields", WorkloadIn, (opts.ESTIMATE, opts.LENGTHS), (), "")
 
-    scenario: Scenario = "static"
-    num_requests: int = Field(10_000, ge=1, le=MAX_OFFLINE_REQUESTS, description="max-throughput: requests issued")
+
+class EstimateIn(_EstimateFields):
+    """``static``: one batch (TTFT, TPOT, memory, energy, split); ``max-throughput``: offline operating point
+    (``requests`` issued); ``serving``: the analytic steady state at ``rate`` requests/s or ``concurrency``
+    clients (``think_time``). ``input_dist``/``output_dist``/``dataset`` describe the request lengths of
+    max-throughput and serving. The two steady states also return ``view``: memory per GPU and the time
+    split of their own operating point."""
+
+    num_requests: int | None = Field(None, ge=1, le=MAX_OFFLINE_REQUESTS,
+                                     description="the same as requests (the name older clients send)")
+
+    @model_validator(mode="after")
+    def _requests_alias(self):
+        if self.num_requests is not None:
+            if "requests" in self.model_fields_set and self.requests != self.num_requests:
+                raise ValueError(f"num_requests={self.num_requests} and requests={self.requests} given together; "
+                                 f"allowed: one of them (num_requests is the older name of requests)")
+            self.requests = self.num_requests
+        return self
 
 
 class _SimulateBase(DeploymentIn):
@@ -230,14 +272,6 @@ class _SimulateBase(DeploymentIn):
     def _rate(cls, v):
         if v != "inf" and not 0 < v <= 1e9:
             raise ValueError("rate must be > 0 and <= 1e9 requests/s, or 'inf'")
-        return v
-
-    @field_validator("input_dist", "output_dist", check_fields=False)
-    @classmethod
-    def _dist(cls, v):
-        import re
-        if v is not None and (len(v) > 64 or not re.match(DIST_PATTERN, v)):
-            raise ValueError("must be fixed, uniform:LO:HI, normal:MEAN:STD or exponential[:MEAN]")
         return v
 
 
@@ -270,8 +304,8 @@ class ValidateIn(Strict):
 
 
 class _SearchBase(ModelIn):
-    frontier_x: Metric = "tok_s_per_gpu"
-    frontier_y: Metric = "tok_s_per_user"
+    frontier_x: Metric | None = None
+    frontier_y: Metric | None = None
     max_points: int = Field(500, ge=2, le=MAX_FRONTIER_POINTS)
 
     @field_validator("gpus", check_fields=False)
@@ -295,13 +329,37 @@ class _SearchBase(ModelIn):
         return v
 
 
-SearchIn = _model("SearchIn", _SearchBase, (opts.SEARCH, opts.ENGINE), _SKIP,
+SearchIn = _model("SearchIn", _SearchBase, (opts.SEARCH, opts.LENGTHS, opts.ENGINE), _SKIP,
                   "Search GPU types x counts x layouts x dtypes x concurrency for ``objective`` under SLOs and budgets, "
                   "under one serving engine. Size cap: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE, a quarter "
                   "of it with all_layouts; ``gpus`` null means the whole catalog. The frontier is thinned to "
-                  "``max_points`` evenly along x.")
+                  "``max_points`` evenly along x; ``frontier_x``/``frontier_y`` default to data/search.yaml "
+                  "``output.frontier`` (the CLI's plot). ``emit``: the launch command of row ``emit_rank`` for "
+                  "that engine (the search then models it, as the CLI's --emit). The reply's ``csv`` is the ranked "
+                  "table as the CLI's --csv writes it.")
 SearchIn = create_model("SearchIn", __base__=SearchIn, __doc__=SearchIn.__doc__,
                         gpus=(list[str] | None, Field(None, description="GPU ids (null: the whole catalog)")),
                         dtypes=(list[str] | None, Field(None, description="dtype combinations: bf16, fp8, int4, fp4")),
                         max_gpus=(int, Field(8, ge=1, le=MAX_SEARCH_GPUS, description="largest layout (GPUs of one "
-                                                                                        "replica)")))
+                                                                                        "replica)")),
+                        emit=(Literal[opts.ENGINE_NAMES] | None,  # type: ignore[valid-type]
+                              Field(None, description="engine whose launch command to return (search/emit.py)")),
+                        emit_rank=(int, Field(1, ge=1, le=100, description="row of the table whose launch command "
+                                                                           "emit returns")))
+
+
+_CompareWorkload = _model("CompareWorkloadIn", Checked, (opts.STATIC, opts.ESTIMATE, opts.LENGTHS), (),
+                          "The workload every deployment of a comparison runs (compare.py): the scenario and its "
+                          "options, as ``inferbound compare``'s ``workload:`` mapping.")
+CompareDeploymentIn = create_model("CompareDeploymentIn", __base__=DeploymentIn,
+                                   __doc__="One deployment of a comparison (the fields of make_deployment) and an "
+                                           "optional label.",
+                                   label=(str | None, Field(None, max_length=100, description="row label")))
+
+
+class CompareIn(Strict):
+    """Deployments side by side under one workload (``inferbound compare``): one row per deployment with each
+    figure's ratio to the first. At most MAX_COMPARE_DEPLOYMENTS deployments."""
+
+    workload: _CompareWorkload = Field(default_factory=_CompareWorkload)  # type: ignore[valid-type]
+    deployments: list[CompareDeploymentIn] = Field(..., min_length=1, max_length=MAX_COMPARE_DEPLOYMENTS)  # type: ignore[valid-type]

@@ -2,6 +2,7 @@
  *   IB.stacked(el, parts, opts)   horizontal stacked bar with legend (memory, time split)
  *   IB.roofline(el, data)         log-log roofline: intensity vs achieved FLOP/s per operator
  *   IB.pareto(el, pts, opts)      frontier scatter (log-log), points coloured by GPU type
+ *   IB.bars(el, panels)           small multiples of horizontal bars (one panel per figure: compare)
  */
 "use strict";
 (function () {
@@ -181,5 +182,33 @@
     legendRow(container, groups.map(g => [g, colorOf(g), "dot"]).concat(cur ? [[cur.legend, "#111", "star"]] : []));
   }
 
-  window.IB = {stacked, roofline, pareto, si, html, COLORS};
+  /* panels: [{title, items: [{label, value, text, bad}]}]; one small SVG per panel, bars on a linear scale
+   * from 0 to the panel's largest value (items without a value are drawn as "n/a") */
+  function bars(container, panels) {
+    container.textContent = "";
+    const grid = html("div", "bars", null, container);
+    for (const p of panels) {
+      const w = 310, row = 22, top = 22, left = 112, h = top + row * p.items.length + 6;
+      const box = html("div", "bar-panel", null, grid);
+      const svg = el("svg", {viewBox: `0 0 ${w} ${h}`, class: "chart bars-chart", role: "img"}, box);
+      el("text", {x: 4, y: 14, class: "alabel"}, svg).textContent = p.title;
+      const max = Math.max(...p.items.map(i => (i.value > 0 ? i.value : 0))) || 1;
+      p.items.forEach((it, k) => {
+        const y = top + k * row;
+        el("text", {x: left - 6, y: y + 14, "text-anchor": "end"}, svg).textContent =
+          it.label.length > 17 ? it.label.slice(0, 16) + "…" : it.label;
+        if (!(it.value > 0)) {
+          el("text", {x: left + 4, y: y + 14}, svg).textContent = "n/a";
+          return;
+        }
+        const bw = (w - left - 92) * it.value / max;
+        const r = el("rect", {x: left, y: y + 3, width: bw.toFixed(1), height: row - 8, rx: 2,
+                              fill: it.bad ? "#c44e52" : PALETTE[k % PALETTE.length], class: "bar"}, svg);
+        title(r, `${it.label}: ${it.text}`);
+        el("text", {x: left + bw + 4, y: y + 14, class: "bar-value"}, svg).textContent = it.text;
+      });
+    }
+  }
+
+  window.IB = {stacked, roofline, pareto, bars, si, html, COLORS};
 })();

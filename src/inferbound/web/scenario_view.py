@@ -1,0 +1,111 @@
+"""What the page's memory bar and time split show for a steady state (max-throughput, serving).
+
+A static batch reports its own memory and phase split (estimate.py). A steady state is priced per step
+in workloads/steady_state.py, and its result reports the operating point (requests in flight C, decode
+batch D, the step time per output token t); this module prices that same point again with the same
+functions to break it down, so the panels describe the scenario and not a static batch:
+
+- **memory per GPU** at C requests in flight per replica (max-throughput: its operating concurrency;
+  serving: the mean count in service)::
+
+      weights  = weight_bytes_per_gpu + the draft's weights (speculative decoding)
+      KV       = C · k̄ / groups + one copy per attention group of a shared prefix
+      k̄        = Σ_c (s_c + τ·p·w_c)·k(H_c) / (1 + τ·p)     (steady_state.kv_per_decoder: the KV of a request
+                                                            in flight, H_c its held tokens, whole blocks)
+      activations at the token budget B: activation_bytes(B tokens, min(C/groups, B) sequences)
+      reserve  = runtime_reserve_bytes (data/runtime.yaml)
+
+  against the HBM and the engine's KV allocation (runtime.kv_capacity_bytes under the scenario's
+  runtime: the offline benchmark's for max-throughput, workloads/max_throughput.bench_limits); with a
+  host KV tier the KV beyond the allocation sits in host memory (``kv_in_host``).
+
+- **time split** per output token of the steady-state step at D (steady_state.steps): its step kinds j
+  (a decode-only step, a step that carries prefill chunks) taken ``freq_j`` times per decode step::
+
+      split_k = Σ_j freq_j · split_k(step j) / τ        Σ_k split_k = t  (the result's step_time_s)
+
+  with the bound and one-line explanation of explain.py; ``prefill_step_share`` = Σ_{j≥1} freq_j / Σ_j freq_j,
+  the share of engine steps that carry prefill.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..explain import bound_of, explain
+from ..memory import MemoryReport, activation_bytes, kv_bytes_per_gpu, weight_bytes_per_gpu
+from ..offload import tier_of
+from ..prefix import pool_tokens
+from ..runtime import draft_weight_bytes, kv_capacity_bytes, runtime_reserve_bytes
+from ..speculative import spec_of
+from ..stepmodel import StepModel
+from ..workloads import steady_state
+from ..workloads.lengths import Mix
+from ..workloads.max_throughput import MAX_THROUGHPUT_GRID, bench_limits
+
+
+def memory_at(dep, rt, mix: Mix, in_flight: float, basis: str) -> dict:
+    """Memory per GPU with ``in_flight`` requests per replica under runtime ``rt`` (module docstring)."""
+    m, dt, par = dep.model, dep.dtypes, dep.par
+    groups = par.attention_groups
+    per_decoder, _ = steady_state.kv_per_decoder(dep, mix, rt)
+    spec = spec_of(rt)
+    p = steady_state.prompts_per_decode(mix) * (spec.tau if spec is not None else 1.0)
+    pool = pool_tokens(rt)
+    kv = in_flight * per_decoder / (1 + p) / groups
+    if pool:
+        kv += float(kv_bytes_per_gpu(m, dt, par, groups, pool))
+    cap = kv_capacity_bytes(dep, rt)
+    tier = tier_of(dep, rt)
+    w = weight_bytes_per_gpu(m, dt, par) + draft_weight_bytes(dep, rt)
+    act = float(activation_bytes(m, dt, par, rt.token_budget, min(math.ceil(in_flight / groups), rt.token_budget)))
+    reserve = runtime_reserve_bytes()
+    rep = MemoryReport(weights=w, kv_cache=kv, activations=act, reserve=reserve, capacity=dep.gpu.hbm_bytes,
+                       kv_capacity=cap, unused=max(dep.gpu.hbm_bytes - w - cap - reserve - act, 0.0),
+                       kv_host_capacity=tier.capacity_bytes if tier is not None else 0.0)
+    held = [steady_state.held_tokens(i, o, rt.reservation, rt.block_size) for i, o in zip(mix.inputs, mix.outputs)]
+    return {**rep.to_dict(), "in_flight": float(in_flight), "kv_on_gpu": float(min(kv, cap) if rep.kv_host_capacity
+                                                                             else kv),
+            "kv_in_host": float(rep.in_host), "held_tokens": float(np.dot(mix.weights, held)),
+            "kv_reservation": rt.reservation, "token_budget": rt.token_budget, "basis": basis}
+
+
+def step_at(dep, rt, mix: Mix, decode: float, label: str) -> dict:
+    """The time split per output token of the steady-state step at D = ``decode`` (module docstring)."""
+    g = dep.par.attention_groups
+    sm = StepModel(dep, rt.token_budget * g + g, grid_points=MAX_THROUGHPUT_GRID)
+    st = steady_state.steps(sm, rt, float(decode), mix)
+    split, kinds = {}, {}
+    for f, c in zip(st.freq, st.costs):
+        for out, parts in ((split, c.split), (kinds, c.comm_kinds)):
+            for k, v in parts.items():
+                out[k] = out.get(k, 0.0) + float(np.mean(np.asarray(f * v, dtype=float))) / st.tau
+    split = {k: v for k, v in split.items() if v > 0}
+    kinds = {k: v for k, v in kinds.items() if v > 0}
+    time = float(np.mean(st.per_token("time")))
+    bound = bound_of(split)
+    freq = [float(np.mean(f)) for f in st.freq]
+    return {"time_s": time, "bound": bound, "split_s": split, "communication_s": kinds,
+            "explanation": explain(label, bound, split, time, kinds),
+            "prefill_step_share": sum(freq[1:]) / sum(freq) if sum(freq) > 0 else 0.0,
+            "tokens_per_step": float(st.tau), "decode_batch": float(decode)}
+
+
+def max_throughput_view(dep, r, mix: Mix) -> dict:
+    """Memory and time split at a MaxThroughput result's operating point."""
+    rt = bench_limits(dep, dep.offline_runtime(), mix)
+    basis = (f"max-throughput point: {r.concurrency:,.0f} requests in flight per replica (decode batch "
+             f"{r.decode_batch:,}), KV of their held tokens (reservation {rt.reservation}); activations at the "
+             f"token budget {rt.token_budget:,}")
+    return {"memory": memory_at(dep, rt, mix, r.concurrency, basis),
+            "step": step_at(dep, rt, mix, r.decode_batch, "Max-throughput step")}
+
+
+def serving_view(dep, s, mix: Mix) -> dict:
+    """Memory at a ServingEstimate's mean count in service and the split of its steady-state step."""
+    rt = dep.runtime
+    basis = (f"serving steady state: {s.in_service:,.1f} requests in service per replica (mean), KV of their "
+             f"held tokens (reservation {rt.reservation}); activations at the token budget {rt.token_budget:,}")
+    return {"memory": memory_at(dep, rt, mix, s.in_service, basis),
+            "step": step_at(dep, rt, mix, s.decode_batch, "Serving step")}
