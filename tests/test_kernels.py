@@ -238,6 +238,18 @@ def test_yaml_provenance_header():
     assert "/work/" not in text and "/tmp/" not in text and "site-packages" not in text   # no machine paths
 
 
+def test_per_gpu_sections_parse_to_the_whole_file():
+    """curves.py parses one measured GPU's entry at a time: the parts must equal a parse of the whole."""
+    import yaml
+
+    from inferbound.kernels import curves
+    whole = yaml.safe_load((PKG.parent / "data" / "kernels.yaml").read_text())
+    assert curves.load_data() == whole
+    assert curves.measured_gpus() == list(whole["gpus"])
+    for gid in whole["gpus"]:
+        assert curves._measured(gid) == whole["gpus"][gid]
+
+
 def test_every_measured_curve_has_its_fit_and_table():
     for gid in MEASURED:
         e = DATA["gpus"][gid]

@@ -201,7 +201,10 @@ def test_current_reservation_allows_more_concurrency(deps):
     c_avg, d_avg, _, _ = feasible_d_max("bf16", I, O, held_avg)
     assert r_avg.kv_reservation == "current"
     assert r_avg.kv_limit_concurrency == pytest.approx(c_avg, rel=1e-12)
-    assert r_avg.decode_batch == d_avg and r_avg.limited_by == "kv-cache"
+    # the KV limit rises to D = 377; the chosen batch is the throughput argmax below it (the argmax test
+    # above), which the measured GEMM tile waves may put a few sequences short of the limit
+    assert r_max.decode_batch < r_avg.decode_batch <= d_avg == 377
+    assert r_avg.limited_by in ("kv-cache", "throughput peak")
     assert r_avg.concurrency > r_max.concurrency
     assert r_avg.kv_limit_concurrency / r_max.kv_limit_concurrency == pytest.approx(1216 / 1104, rel=1e-12)
 

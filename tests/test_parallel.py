@@ -2,6 +2,9 @@
 attention DP, DP replicas, topology effects, layout errors and the CLI options.
 
 Expected values are hand computations written out in the tests, with catalog numbers as literals.
+Collectives inside one NVLink island or PCIe machine of a GPU with measured curves follow the curve
+formula of kernels/comm.py (``curve`` below, parameters read from data/kernels.yaml); groups across
+machines and GPUs with the curves switched off follow the alpha-beta formulas of comm.py (``ar_min``).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from inferbound.collectives import comm_pricer
 from inferbound.config import Dtypes, Parallelism
 from inferbound.deployment import make_deployment
 from inferbound.estimate import estimate
+from inferbound.kernels import load_data
 from inferbound.memory import kv_bytes_per_gpu, memory_report, weight_bytes_per_gpu
 from inferbound.model import load_model
 from inferbound.model.params import count_params
@@ -58,6 +62,19 @@ def gather(S: float, n: int, a: float, b: float) -> float:
     return (n - 1) * a + (n - 1) / n * S / b
 
 
+def curve(gpu: str, kind: str, algo: str, n: int, S: float, measured_n: int | None = None) -> float:
+    """A measured collective curve (kernels/comm.py) written out: with f = 2(n-1)/n (all-reduce) or
+    (n-1)/n, t = min((sqrt(a·alpha) + sqrt(S f / busbw))^2, a·alpha_b + S f / busbw_b); the parameters are
+    data/kernels.yaml's for that GPU, collective, algorithm and GPU count ``measured_n`` (default n),
+    a = log2(n)/log2(measured_n) when the curve was measured on another count."""
+    n0 = n if measured_n is None else measured_n
+    c = load_data()["gpus"][gpu]["collectives"][kind][algo][n0]
+    a = math.log2(n) / math.log2(n0)
+    f = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    return min((math.sqrt(a * c["alpha_s"]) + math.sqrt(S * f / c["busbw"])) ** 2,
+               a * c["alpha_b_s"] + S * f / c["busbw_b"])
+
+
 NVLINK_ALGOS = ("ring", "tree", "oneshot", "twoshot", "nvls")
 PCIE_ALGOS = ("ring", "tree")
 
@@ -76,7 +93,10 @@ def test_tp_step_costs_more_communication_on_pcie_l40s_than_nvlink_h100():
 
     Per step: 80 layers x 2 all-reduces + the embedding all-reduce = 161 all-reduces of
     32 tokens x 8192 x 2 B (collectives move 16-bit values) = 524,288 B, and one all-gather of the
-    fp32 logits, 32 x 128256 x 4 B = 16,416,768 B.
+    fp32 logits, 32 x 128256 x 4 B = 16,416,768 B. The default engine (vLLM) runs its custom all-reduce
+    below 8 MiB on NVLink (h100: the vllm curve, n = 4), NCCL otherwise. On PCIe (l40s) a group of n > 2
+    runs at the measured pair's bus bandwidth with alpha x log2(4) (collectives.py: the measured 8-GPU box's
+    n = 4 and 8 collapse is its host-bridge topology, not the link's).
     """
     S_ar, S_ag = 32 * 8192 * 2, 32 * 128256 * 4
     comm = {}
@@ -85,15 +105,28 @@ def test_tp_step_costs_more_communication_on_pcie_l40s_than_nvlink_h100():
                      batch=32, input_len=1024, output_len=128)
         assert e.compute_dtype == "fp8"
         comm[g] = e.decode.split["communication"]
-    # h100: one NVLink island with NVSwitch -> every algorithm; 1-shot wins at 512 KB (5 us + 3 S/b)
+    h100 = 161 * curve("h100_sxm", "all_reduce", "vllm", 4, S_ar) + curve("h100_sxm", "all_gather", "nccl", 4, S_ag)
+    l40s = 161 * curve("l40s", "all_reduce", "nccl", 4, S_ar, 2) + curve("l40s", "all_gather", "nccl", 4, S_ag, 2)
+    assert comm["h100_sxm"] == pytest.approx(h100, rel=1e-9)
+    assert comm["l40s"] == pytest.approx(l40s, rel=1e-9)
+    assert comm["l40s"] > 5 * comm["h100_sxm"]
+
+
+def test_tp_alpha_beta_model_without_curves_picks_the_fabric_algorithms():
+    """The same decode with the kernel curves off: the alpha-beta model of comm.py on the catalog links.
+    h100: one NVLink island with NVSwitch -> every algorithm; 1-shot wins at 512 KB (5 us + 3 S/b);
+    l40s: PCIe only -> ring or tree; tree wins (40 us + 46.8 us < 60 us + 35.1 us)."""
+    S_ar, S_ag = 32 * 8192 * 2, 32 * 128256 * 4
+    off = {"efficiency.kernel_curves": False}
+    comm = {g: estimate(model="llama-3.1-70b", gpu=g, tp=4, weight_dtype="fp8", act_dtype="fp8", gpu_overrides=off,
+                        batch=32, input_len=1024, output_len=128).decode.split["communication"]
+            for g in ("h100_sxm", "l40s")}
     h100 = 161 * ar_min(S_ar, 4, NV_A, NV_B, NVLINK_ALGOS) + gather(S_ag, 4, NV_A, NV_B)
     assert ar_min(S_ar, 4, NV_A, NV_B, NVLINK_ALGOS) == pytest.approx(5e-6 + 3 * S_ar / NV_B)
-    # l40s: PCIe only -> ring or tree; tree wins (40 us + 46.8 us < 60 us + 35.1 us)
     l40s = 161 * ar_min(S_ar, 4, PCIE_A, L40S_B, PCIE_ALGOS) + gather(S_ag, 4, PCIE_A, L40S_B)
     assert ar_min(S_ar, 4, PCIE_A, L40S_B, PCIE_ALGOS) == pytest.approx(4 * 1e-5 + 2 * S_ar / L40S_B)
     assert comm["h100_sxm"] == pytest.approx(h100, rel=1e-9)
     assert comm["l40s"] == pytest.approx(l40s, rel=1e-9)
-    assert comm["l40s"] > 5 * comm["h100_sxm"]
 
 
 def test_weights_per_gpu_fall_as_one_over_tp():
@@ -164,10 +197,15 @@ def test_tp_all_reduce_priced_by_hand_inside_a_step():
     """TP8 decode, batch 64, h100: attention all-reduce of 64 x 8192 x 2 B over one NVSwitch island."""
     d = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=8)
     c = step.decode(d, 64, 1000)
-    S = 64 * 8192 * 2
+    S = 64 * 8192 * 2                      # 1 MiB < vLLM's 8 MiB custom all-reduce cap: its curve at n = 8
     p = priced(c, "attn_all_reduce")[0]
-    assert float(p.time) == pytest.approx(ar_min(S, 8, NV_A, NV_B, NVLINK_ALGOS), rel=1e-12)
+    assert float(p.time) == pytest.approx(curve("h100_sxm", "all_reduce", "vllm", 8, S), rel=1e-12)
     assert "NVLink" in p.detail and "tp=8" in p.detail
+    # TensorRT-LLM (AUTO): the faster of its custom kernel and NCCL at that size
+    t = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=8, engine="trtllm")
+    p = priced(step.decode(t, 64, 1000), "attn_all_reduce")[0]
+    assert float(p.time) == pytest.approx(min(curve("h100_sxm", "all_reduce", "trtllm", 8, S),
+                                              curve("h100_sxm", "all_reduce", "nccl", 8, S)), rel=1e-12)
 
 
 def test_tp8_across_two_nodes_is_slower_than_one_node():
@@ -180,8 +218,8 @@ def test_tp8_across_two_nodes_is_slower_than_one_node():
     ar = 2 * gather(S_ar, 4, NV_A, NV_B) + (2 * NET_A + 2 * (1 / 2) * (S_ar / 4) / NET_B)
     ag = gather(S_ag, 4, NV_A, NV_B) + gather(S_ag / 4, 2, NET_A, NET_B)
     assert two.decode.split["communication"] == pytest.approx(161 * ar + ag, rel=1e-9)
-    flat = 161 * ar_min(S_ar, 8, NV_A, NV_B, NVLINK_ALGOS) + gather(S_ag, 8, NV_A, NV_B)
-    assert one.decode.split["communication"] == pytest.approx(flat, rel=1e-9)
+    flat = 161 * curve("h100_sxm", "all_reduce", "vllm", 8, S_ar) + curve("h100_sxm", "all_gather", "nccl", 8, S_ag)
+    assert one.decode.split["communication"] == pytest.approx(flat, rel=1e-9)   # one node: the measured curves
 
 
 # ================================================================= pipeline parallel
@@ -224,7 +262,9 @@ def test_pp_split_errors():
         make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, pp_split=(80,))
 
 
-STEP_OVERHEAD = 1.0e-3   # efficiency.yaml defaults.step_overhead_s: once per step, not per stage
+# efficiency.yaml defaults.step_overhead_s: once per step, not per stage. The engine's host work (1 ms,
+# engines.yaml pricing.host default) is an operator of the last stage, inside its time t_i.
+STEP_OVERHEAD = 0.0
 
 
 def _stage_times(d, b, new, past):
@@ -264,7 +304,10 @@ def test_pp_decode_busy_with_enough_microbatches_bubble_at_batch_1():
     s = 5e-6 + 16 * 8192 * 2 / (450e9 * 0.65)
     c = step.decode(d, 32, ctx)
     assert float(c.time) == pytest.approx(max(2 * max(t), sum(t) + s) + STEP_OVERHEAD, rel=1e-9)
-    assert float(c.split["bubble"]) < 0.05 * float(c.time)     # stages 40/40 layers: nearly balanced
+    # stages of 40/40 layers: the bubble is the last stage's extra work (LM head, the engine's host work)
+    # beyond the first's, less the send: 2 max t - (t0 + t1) - s (m = pp = 2: the split holds t0 + t1 + s + o)
+    assert float(c.split["bubble"]) == pytest.approx(2 * max(t) - sum(t) - s, rel=1e-9)
+    assert float(c.split["bubble"]) < 0.15 * float(c.time)
     # batch 1: one micro-batch, every other stage idles: T = t0 + t1 + s + o, bubble = (pp - 1)/pp of sum t
     t1 = _stage_times(d, 1, 1, ctx)
     s1 = 5e-6 + 1 * 8192 * 2 / (450e9 * 0.65)
@@ -294,7 +337,8 @@ def test_uneven_pp_kv_per_gpu_is_the_heaviest_stage():
 
 
 def test_ep_all_to_all_dispatch_and_combine():
-    """Mixtral-8x7B (8 experts, top-2, hidden 4096, 32 layers) on 2 h100 with TP2 EP2."""
+    """Mixtral-8x7B (8 experts, top-2, hidden 4096, 32 layers) on 2 h100 with TP2 EP2; the all-to-alls
+    follow the measured NCCL all-to-all curve at n = 2."""
     d = make_deployment(model="mixtral-8x7b-v0.1", gpu="h100_sxm", tp=2, ep=2)
     assert d.par.expert_tp == 1
     for batch, new, past in ((8, 1, 1000), (2, 512, 0)):
@@ -307,7 +351,7 @@ def test_ep_all_to_all_dispatch_and_combine():
             assert p.op.count == 32
             assert p.op.comm["kind"] == "all_to_all" and (p.op.comm["group"], p.op.comm["size"]) == ("ep", 2)
             assert float(p.op.comm["bytes"]) == S
-            assert float(p.time) == pytest.approx(1 * 5e-6 + 1 / 2 * S / (450e9 * 0.65), rel=1e-12)
+            assert float(p.time) == pytest.approx(curve("h100_sxm", "alltoall", "nccl", 2, S), rel=1e-12)
         names = [p.op.name for p in c.ops]
         assert "moe_all_reduce" not in names and "expert_all_reduce" not in names
         assert names.index("moe_dispatch_all_to_all") < names.index("experts") < names.index("moe_combine_all_to_all")
@@ -412,21 +456,26 @@ def test_comm_overlap_hides_collective_time(overlap):
 def test_communication_bound_prefill_on_pcie():
     """llama-3.1-70b prefill, 8 x 1024 tokens, TP8 on l40s (bf16).
 
-    communication: 161 all-reduces of 8192 tokens x 8192 x 2 B = 134,217,728 B; ring over PCIe
-    (14 x 10 us + 1.75 x S / 22.4e9 = 10.63 ms) beats tree (6 x 10 us + 2 S / 22.4e9 = 12.04 ms):
-    161 x 10.63 ms = 1.71 s, plus the logits all-gather (8 x 128256 x 4 B): 0.23 ms.
-    compute: 2 x 70.55e9 x 8192 / 8 FLOP / (362.05e12 x 0.78) = 0.51 s: communication binds.
+    communication: 161 all-reduces of 8192 tokens x 8192 x 2 B = 134,217,728 B at the measured PCIe
+    pair's NCCL bus bandwidth (alpha x log2(8): collectives.py), plus the logits all-gather
+    (8 x 128256 x 4 B); compute: 2 x 70.55e9 x 8192 / 8 FLOP at a few hundred TFLOP/s, well
+    under a second: communication binds (with the curves off, the alpha-beta ring over PCIe binds too).
     """
     e = estimate(model="llama-3.1-70b", gpu="l40s", tp=8, batch=8, input_len=1024, output_len=64)
     S = 8192 * 8192 * 2
-    ring = 14 * 1e-5 + 1.75 * S / (32e9 * 0.7)
-    tree = 6 * 1e-5 + 2 * S / (32e9 * 0.7)
-    assert ring < tree
-    comm = 161 * ring + gather(8 * 128256 * 4, 8, PCIE_A, L40S_B)
+    comm = 161 * curve("l40s", "all_reduce", "nccl", 8, S, 2) + curve("l40s", "all_gather", "nccl", 8, 8 * 128256 * 4, 2)
     assert e.prefill.split["communication"] == pytest.approx(comm, rel=1e-9)
     assert e.prefill.split["communication"] > e.prefill.split["compute"] > 0
     assert e.prefill.bound == "communication"
     assert "communication-bound" in e.prefill.explanation
+    off = estimate(model="llama-3.1-70b", gpu="l40s", tp=8, batch=8, input_len=1024, output_len=64,
+                   gpu_overrides={"efficiency.kernel_curves": False})
+    ring = 14 * 1e-5 + 1.75 * S / (32e9 * 0.7)
+    tree = 6 * 1e-5 + 2 * S / (32e9 * 0.7)
+    assert ring < tree
+    assert off.prefill.split["communication"] == pytest.approx(161 * ring + gather(8 * 128256 * 4, 8, PCIE_A, L40S_B),
+                                                               rel=1e-9)
+    assert off.prefill.bound == "communication"
 
 
 def test_explanation_names_all_reduce_with_percentages():

@@ -4,7 +4,7 @@ efficiency factors by least squares, calibration files, error bands, and framewo
 
 The validation set runs a tiny Llama-style model (config.json in tmp_path: 2 layers, hidden 256, 4 heads
 of 64 with 4 KV heads, MLP 512 gated, vocab 1000, untied) on a synthetic GPU (hardware file in tmp_path):
-1e18 FLOP/s bf16, 100 GB/s HBM, every efficiency 1, no overheads. Its ridge point is 1e7 FLOP/byte, so
+1e18 FLOP/s bf16, 100 GB/s HBM, every efficiency 1, no overheads (host_factor 0: no engine host work). Its ridge point is 1e7 FLOP/byte, so
 every operator is memory-bound and each step lasts (bytes moved)/1e11 s. Bytes of one step running B
 sequences, T tokens in all, each sequence ending with c cached tokens (bf16: 2 bytes everywhere):
 
@@ -30,6 +30,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from inferbound import step
 from inferbound.calibration import Calibration, load_file
 from inferbound.calibration.fit import Param, fit
 from inferbound.cli import app
@@ -59,6 +60,7 @@ efficiency:
   kv_memory: 1.0
   kernel_overhead_s: 0.0
   step_overhead_s: 0.0
+  host_factor: 0.0              # no engine host work either (engines.yaml pricing.host)
 """
 TINY = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,
         "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000, "tie_word_embeddings": False}
@@ -229,12 +231,12 @@ def test_validate_extra_columns_are_ignored(runner, synth, tmp_path):
 
 # --- calibration: recovering known factors -------------------------------------------------------------
 
-TRUE = Calibration(global_factors={"kv_memory": 0.4, "step_overhead_s": 0.002},
-                   gpus={"h100_sxm": {"compute": 0.6, "memory": 0.7}})
-# catalog priors (data/efficiency.yaml): h100_sxm compute 0.803 (MAMF), defaults memory 0.85, kv_memory 0.5,
-# step_overhead_s 1e-3
-PARAMS = [Param("h100_sxm", "compute", 0.803), Param("h100_sxm", "memory", 0.85),
-          Param(None, "kv_memory", 0.5), Param(None, "step_overhead_s", 1.0e-3)]
+ENGINE = "vllm@0.33.0"   # framework "test" names no profile: the default engine (engines.yaml default)
+TRUE = Calibration(engines={ENGINE: {"step_s": 0.002, "seq_s": 1.0e-5, "gemm": 1.3, "attention": 0.8}})
+# priors: engines.yaml pricing.host default (1 ms per step, no per-sequence term: fit.SEQ_PRIOR_S 2 us), 1 for
+# the kernel-class factors
+PARAMS = [Param(ENGINE, "step_s", 1.0e-3), Param(ENGINE, "seq_s", 2.0e-6), Param(ENGINE, "gemm", 1.0),
+          Param(ENGINE, "attention", 1.0)]
 CAL_SETUPS = [  # (batch, input, output): short and long contexts, small and large batches
     (1, 128, 128), (1, 2048, 64), (1, 8192, 32), (2, 512, 256), (4, 1024, 128), (8, 128, 512), (8, 4096, 64),
     (16, 2048, 128), (32, 256, 256), (64, 512, 64), (64, 2048, 32), (128, 128, 128), (256, 128, 32),
@@ -275,19 +277,26 @@ def test_rows_span_both_bounds(cal_rows):
 
 
 def test_calibrate_recovers_known_factors(cal_rows):
-    # starting from the catalog priors the data are far off (e.g. memory 0.85 vs 0.7)
+    # starting from the priors the data are far off (GEMMs 1.3x slower, host work 2 ms + 10 us per sequence)
     start_err = [abs(p.error) for p in predict_rows(cal_rows, calibration="none")]
     assert max(start_err) > 0.15
     cal, report = fit(cal_rows, prior_sigma=None, params=PARAMS, max_evals=200)
-    assert cal.gpus["h100_sxm"]["compute"] == pytest.approx(0.6, rel=0.03)
-    assert cal.gpus["h100_sxm"]["memory"] == pytest.approx(0.7, rel=0.03)
-    assert cal.global_factors["kv_memory"] == pytest.approx(0.4, rel=0.03)
-    assert cal.global_factors["step_overhead_s"] == pytest.approx(0.002, rel=0.03)
-    assert set(report["parameters"]) == {"h100_sxm.compute", "h100_sxm.memory", "global.kv_memory",
-                                         "global.step_overhead_s"}
-    assert report["parameters"]["h100_sxm.memory"]["prior"] == 0.85
+    e = cal.engines[ENGINE]
+    assert e["step_s"] == pytest.approx(0.002, rel=0.03)
+    assert e["seq_s"] == pytest.approx(1.0e-5, rel=0.05)
+    assert e["gemm"] == pytest.approx(1.3, rel=0.03)
+    assert e["attention"] == pytest.approx(0.8, rel=0.03)
+    assert set(report["parameters"]) == {f"engines.{ENGINE}.{f}" for f in ("step_s", "seq_s", "gemm", "attention")}
+    assert report["parameters"][f"engines.{ENGINE}.step_s"]["prior"] == 1.0e-3
     end_err = [abs(p.error) for p in predict_rows(cal_rows, calibration=cal)]
     assert max(end_err) < 0.01
+
+
+def test_default_parameters_are_engine_and_kernel_class_factors(cal_rows):
+    """No per-GPU scalars: host work and kernel-class factors of the rows' engine (no TP: no collective)."""
+    from inferbound.calibration.fit import parameters
+    names = {p.name for p in parameters(cal_rows)}
+    assert names == {f"engines.{ENGINE}.{f}" for f in ("step_s", "seq_s", "gemm", "attention")}
 
 
 def test_calibrate_command_writes_a_calibration_that_validates_better(runner, cal_csv, tmp_path):
@@ -297,9 +306,10 @@ def test_calibrate_command_writes_a_calibration_that_validates_better(runner, ca
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["calibration"] == str(out) and d["fitted_on"]["rows"] == len(CAL_SETUPS) * 2
-    assert {"h100_sxm.compute", "h100_sxm.memory", "global.kv_memory"} <= set(d["fit"]["parameters"])
+    assert {f"engines.{ENGINE}.step_s", f"engines.{ENGINE}.gemm"} <= set(d["fit"]["parameters"])
     cal = load_file(out)
     assert "*" in cal.bands and 0 <= cal.bands["*"] < 0.25
+    assert cal.bands["coverage"]["gpus"] == ["h100_sxm"] and cal.bands["coverage"]["engines"] == [ENGINE]
     scores = {}
     for choice in ("none", str(out)):
         v = runner.invoke(app, ["validate", str(cal_csv), "--calibration", choice, "--json"])
@@ -319,7 +329,8 @@ def test_calibration_file_round_trip(tmp_path):
     cal = Calibration(global_factors={"kv_memory": 0.41, "step_overhead_s": 0.0015},
                       gpus={"h100_sxm": {"compute": 0.7, "memory": 0.8, "compute_by_dtype": {"fp8": 0.55}}},
                       bands={"static_batch/throughput/memory": 0.14, "*": 0.2},
-                      meta={"fitted_on": {"file": "m.csv", "rows": 3}}, serving={"request_overhead_s": 0.007})
+                      meta={"fitted_on": {"file": "m.csv", "rows": 3}}, serving={"request_overhead_s": 0.007},
+                      kernel_factors={"collective": 1.1}, engines={ENGINE: {"step_s": 0.001, "seq_s": 2e-6}})
     path = tmp_path / "cal.yaml"
     cal.save(path)
     doc = yaml.safe_load(path.read_text())
@@ -327,6 +338,7 @@ def test_calibration_file_round_trip(tmp_path):
     back = load_file(path)
     assert back.global_factors == cal.global_factors and back.gpus == cal.gpus and back.bands == cal.bands
     assert back.serving == cal.serving and back.request_overhead_s == 0.007
+    assert back.kernel_factors == cal.kernel_factors and back.engines == cal.engines
     assert back.meta["fitted_on"] == {"file": "m.csv", "rows": 3}
     g = back.apply(get_gpu("h100_sxm"))
     e = g.efficiency
@@ -347,7 +359,7 @@ def test_not_a_calibration_file_is_named(tmp_path):
 @pytest.fixture(scope="module")
 def cal_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("calfile") / "cal.yaml"
-    Calibration(gpus={"h100_sxm": {"memory": 0.5}},
+    Calibration(engines={ENGINE: {"step_s": 1.0e-3, "seq_s": 0.0, "gemm": 1.5}},
                 bands={"static_batch/throughput/memory": 0.14, "*": 0.2}).save(path)
     return path
 
@@ -361,10 +373,9 @@ def est_json(runner, *args):
 def test_calibration_changes_the_estimate_and_brings_bands(runner, cal_file):
     none = est_json(runner, "--calibration", "none")
     cal = est_json(runner, "--calibration", str(cal_file))
-    same_as_override = est_json(runner, "--calibration", "none", "--gpu-set", "efficiency.memory=0.5")
     assert none["error_bands"] == {}
-    assert cal["tpot_ms"] > 1.3 * none["tpot_ms"]                   # HBM fraction 0.85 -> 0.5, memory-bound
-    assert cal["tpot_ms"] == pytest.approx(same_as_override["tpot_ms"], rel=1e-12)
+    # batch-1 decode of an 8B model: the weight GEMMs are most of the step; the engine's GEMM factor 1.5
+    assert 1.25 * none["tpot_ms"] < cal["tpot_ms"] < 1.5 * none["tpot_ms"]
     assert cal["decode"]["bound"] == "memory" and cal["prefill"]["bound"] == "compute"
     # throughput/tpot: 'static_batch/throughput/memory'; ttft: 'static_batch/latency/compute' absent -> '*'
     assert cal["error_bands"] == {"throughput": 0.14, "tpot": 0.14, "ttft": 0.2}
@@ -411,11 +422,17 @@ def test_simulate_accepts_calibration(runner, cal_file):
 MISTRAL_ROW = dict(source="s", model="mistralai/Mistral-7B-v0.1", gpu="h100_sxm", num_gpus="1", tp="1", pp="1",
                    weight_dtype="bf16", scenario="static_batch", batch_size="1", input_len="20000", output_len="2",
                    metric="itl_ms", value="10")
+MISTRAL_ROW_OBJ = read_csv.__globals__["parse_row"](dict(MISTRAL_ROW, case="r", framework="vLLM"), 2)
+ROW_8B_H100 = read_csv.__globals__["parse_row"](dict(MISTRAL_ROW, case="r8", framework="test",
+                                                     model="meta-llama/Llama-3.1-8B", input_len="128"), 2)
 # one decode step at 20,000 cached tokens (+1 new): full attention reads 20,001 tokens per layer, the sliding
-# window 4,096. Mistral-7B-v0.1 (data/models): 32 layers x 8 KV heads x 128 x (K, V) x 2 B = 131,072 B per token,
-# read at h100_sxm 3.35 TB/s x kv_memory 0.5 (efficiency.yaml prior); the attention stays memory-bound
-# (4 query heads per KV head: ~4 FLOP/B, far below the ridge), and nothing else differs.
-FULL_MINUS_WINDOW_MS = (20_001 - 4_096) * 131_072 / (3.35e12 * 0.5) * 1e3
+# window 4,096. Mistral-7B-v0.1 (data/models): 32 layers x 8 KV heads x 128 x (K, V) x 2 B = 131,072 B per token.
+FULL_READS, WINDOW_READS = 20_001 * 131_072, 4_096 * 131_072
+
+
+def _attention_reads(dep, row):
+    (a,) = [p for p in step.decode(dep, row.batch_size, row.input_len).ops if p.op.name == "attention"]
+    return float(a.op.kv_bytes) * a.op.count, float(a.time) * a.op.count
 
 
 def test_tensorrt_llm_mistral_uses_full_attention(tmp_path):
@@ -426,13 +443,70 @@ def test_tensorrt_llm_mistral_uses_full_attention(tmp_path):
     trt_dep, vllm_dep = (deployment_for(r, calibration="none") for r in rows)
     assert {g.attention for g in trt_dep.model.layers} == {"full"}
     assert {(g.attention, g.window) for g in vllm_dep.model.layers} == {("window", 4096)}
-    [trt] = predict_rows([rows[0]])
-    [vllm] = predict_rows([rows[1]])
-    assert trt.predicted - vllm.predicted == pytest.approx(FULL_MINUS_WINDOW_MS, rel=1e-9)
+    (trt_bytes, trt_t), (vllm_bytes, vllm_t) = _attention_reads(trt_dep, rows[0]), _attention_reads(vllm_dep, rows[1])
+    assert trt_bytes == pytest.approx(FULL_READS, rel=1e-12) and vllm_bytes == pytest.approx(WINDOW_READS, rel=1e-12)
+    # 4.9x the cache read (memory-bound at 20k context) on top of each kernel's fixed cost (~10 us x 32 layers)
+    assert trt_t > 1.5 * vllm_t
 
 
 def test_rows_differing_only_by_framework_are_predicted_apart(tmp_path):
     rows, _ = read_csv(write_csv(tmp_path / "m.csv", [dict(MISTRAL_ROW, case="trt", framework="TensorRT-LLM v0.17"),
                                                        dict(MISTRAL_ROW, case="vllm", framework="vLLM")]))
     trt, vllm = predict_rows(rows)
-    assert trt.predicted - vllm.predicted == pytest.approx(FULL_MINUS_WINDOW_MS, rel=1e-9)
+    trt_dep, vllm_dep = (deployment_for(r, calibration="none") for r in rows)
+    assert (trt_dep.engine, vllm_dep.engine) == ("trtllm@0.17", "vllm@0.33.0")
+    assert trt.predicted > vllm.predicted + 0.5 * (_attention_reads(trt_dep, rows[0])[1]
+                                                   - _attention_reads(vllm_dep, rows[1])[1]) * 1e3
+
+
+# --- error bands: base quantile, widening where a prediction extrapolates, the band column -------------
+
+def test_base_bands_are_the_80th_percentile_of_out_of_fold_errors():
+    from inferbound.calibration.bands import base_bands
+    rows = [dataclasses.replace(MISTRAL_ROW_OBJ, metric="output_tok_s", scenario="max_throughput") for _ in range(10)]
+    errors = [0.01 * (i + 1) for i in range(10)]          # 1 % .. 10 %
+    b = base_bands(rows, errors, scenario_keys_only=False)
+    # numpy's linear quantile at 0.8 over 10 sorted values: x[7.2] = 0.08 + 0.2 * 0.01 = 0.082
+    assert b["max_throughput/throughput"] == pytest.approx(0.082) and b["*"] == pytest.approx(0.082)
+    assert base_bands(rows[:4], errors[:4]) == {}            # fewer than 5 rows: no band
+
+
+def test_bands_widen_for_each_way_a_deployment_extrapolates():
+    from inferbound.calibration.bands import band_for, widening
+    cov = {"gpus": ["h100_sxm"], "engines": [ENGINE], "dtypes": ["bf16"], "families": ["llama"]}
+    ext = {"gpu": 1.5, "prior_curves": 1.2, "cross_vendor": 2.0, "engine": 1.3, "dtype": 1.4, "family": 1.25}
+    cal = Calibration(bands={"static_batch/throughput": 0.1, "extrapolation": ext, "coverage": cov})
+    inside = deployment_for(ROW_8B_H100, calibration=cal)
+    assert widening(cal, inside) == (1.0, []) and band_for(cal, inside, "static_batch", "throughput") == 0.1
+    # GH200: absent from the fit, prior curves (derived from h100_sxm, same vendor): 0.1 x 1.5 x 1.2
+    gh = deployment_for(dataclasses.replace(ROW_8B_H100, gpu="gh200"), calibration=cal)
+    assert band_for(cal, gh, "static_batch", "throughput") == pytest.approx(0.1 * 1.5 * 1.2)
+    # MI300X: absent, NVIDIA template (another vendor); fp8 absent too: 0.1 x 1.5 x 2.0 x 1.4
+    mi = deployment_for(dataclasses.replace(ROW_8B_H100, gpu="mi300x", weight_dtype="fp8", act_dtype="fp8"),
+                        calibration=cal)
+    f, why = widening(cal, mi)
+    assert f == pytest.approx(1.5 * 2.0 * 1.4) and len(why) == 3
+    # engine absent (TensorRT-LLM 0.17 row) and family absent (Mixtral)
+    other = deployment_for(dataclasses.replace(ROW_8B_H100, framework="TensorRT-LLM v0.17",
+                                               model="mistralai/Mixtral-8x7B-v0.1", num_gpus=2, tp=2), calibration=cal)
+    assert widening(cal, other)[0] == pytest.approx(1.3 * 1.25)
+
+
+def test_validate_out_writes_each_rows_band_and_the_coverage(runner, synth, tmp_path):
+    path = tmp_path / "bands.yaml"
+    Calibration(bands={"static_batch/throughput": 0.05, "static_batch/latency": 0.5}).save(path)
+    out = tmp_path / "rows.csv"
+    res = runner.invoke(app, ["validate", str(synth["csv"]), "--gpu-file", str(synth["gpu"]), "--calibration",
+                              str(path), "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    got = list(csv.DictReader(out.open()))
+    assert "band" in got[0]
+    for r in got:
+        if r["covered"] == "True":
+            assert float(r["band"]) == (0.5 if r["metric"] in ("ttft_ms", "itl_ms") else 0.05)
+        else:
+            assert r["band"] == ""
+    d = json.loads(res.stdout)
+    bc = d["band_coverage"]["all"]
+    inside = sum(abs(float(r["error"])) <= float(r["band"]) for r in got if r["band"])
+    assert bc["n"] == sum(1 for r in got if r["band"]) and bc["coverage"] == pytest.approx(inside / bc["n"])

@@ -30,14 +30,24 @@ def test_scaling_twice_multiplies_and_keeps_the_base():
 
 
 def test_twice_the_bandwidth_halves_the_weight_read_of_a_decode_step():
-    """Batch-1 decode of Llama-3.1-70B TP4 is HBM-bound: the time spent reading weights is bytes/(bw·e), so
-    doubling bw halves it exactly; the step as a whole gets faster by less (overheads, collectives)."""
-    a = estimate(make_deployment(model=M70, gpu="h100_sxm", tp=4), batch=1, input_len=1024, output_len=256)
-    b = estimate(make_deployment(model=M70, gpu="h100_sxm", tp=4, gpu_scale={"hbm_bw": 2}), batch=1,
-                 input_len=1024, output_len=256)
-    assert b.decode.split["weights"] == pytest.approx(a.decode.split["weights"] / 2, rel=1e-9)
-    assert a.tpot_s / 2 < b.tpot_s < a.tpot_s
-    assert b.gpu == "h100_sxm+hbm_bw*2"
+    """Batch-1 decode of Llama-3.1-70B TP4 is HBM-bound. Under the scalar roofline (kernel curves off) the
+    time spent reading weights is bytes/(bw·e), so doubling bw halves it exactly. Under the measured GEMM
+    curves (kernels/gemm.py) each GEMM's memory side is L + bytes/(bw·e_m): the fixed latency L of its
+    ~320 GEMMs (about 1.5 µs each on H100) does not scale, so the weight read falls to just over half.
+    The step as a whole gets faster by less (overheads, collectives)."""
+    off = {"efficiency.kernel_curves": False}
+    for overrides in (off, None):
+        a = estimate(make_deployment(model=M70, gpu="h100_sxm", tp=4, gpu_overrides=overrides), batch=1,
+                     input_len=1024, output_len=256)
+        b = estimate(make_deployment(model=M70, gpu="h100_sxm", tp=4, gpu_scale={"hbm_bw": 2},
+                                     gpu_overrides=overrides), batch=1, input_len=1024, output_len=256)
+        wa, wb = a.decode.split["weights"], b.decode.split["weights"]
+        if overrides is off:
+            assert wb == pytest.approx(wa / 2, rel=1e-9)
+        else:
+            assert wa / 2 < wb < 0.55 * wa
+        assert a.tpot_s / 2 < b.tpot_s < a.tpot_s
+        assert b.gpu == "h100_sxm+hbm_bw*2"
     assert any("what-if GPU h100_sxm+hbm_bw*2" in w and "extrapolated" in w for w in b.warnings)
 
 

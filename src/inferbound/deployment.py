@@ -73,6 +73,18 @@ class Deployment:
         from .collectives import comm_pricer
         return comm_pricer(self.gpu, self.par, self.engine, self.calibration)
 
+    @cached_property
+    def weight_bytes_per_gpu(self) -> float:
+        """The target's weight bytes on the most loaded GPU (memory.weight_bytes_per_gpu), computed once."""
+        from .memory import weight_bytes_per_gpu
+        return float(weight_bytes_per_gpu(self.model, self.dtypes, self.par))
+
+    @cached_property
+    def kv_capacity_bytes(self) -> float:
+        """KV-cache bytes per GPU the deployment's engine allocates (runtime.kv_capacity_bytes), once."""
+        from .runtime import kv_capacity_bytes
+        return kv_capacity_bytes(self, self.runtime)
+
     def label(self) -> str:
         p = self.par
         parts = [f"TP{p.tp}"] + [f"{k.upper()}{v}" for k, v in (("pp", p.pp), ("ep", p.ep), ("dp", p.dp)) if v > 1]

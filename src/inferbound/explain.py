@@ -7,8 +7,9 @@ every share of at least 1 %: 'decode at batch 64, context ~2179 on 4x h100_sxm T
 weights 52%, KV 29%, all-reduce 9%'. Every workload (static batch, max throughput, search, serving)
 explains its steps with :func:`phase`.
 
-Error bands: the calibration's quantile of cross-validated relative errors for the scenario, metric
-kind (throughput or latency) and bound (calibration/calibration.py ``band``); empty without one.
+Error bands: the calibration's quantile of cross-validated relative errors for the scenario and metric
+kind (throughput or latency), widened for each way the deployment extrapolates beyond the fit (GPU,
+prior kernel curves, engine, format, model family: calibration/bands.py); empty without one.
 """
 from __future__ import annotations
 
@@ -58,10 +59,12 @@ def explain(label: str, bound: str, split: dict, time: float, comm_kinds: dict |
 def phase(cost, label: str, index=None) -> Phase:
     """The :class:`Phase` of a priced step (its mean over array elements, or element ``index``)."""
     def pick(v):
+        if isinstance(v, float):
+            return v
         a = np.asarray(v, dtype=float)
-        return float(a.mean() if index is None or a.ndim == 0 else a[index])
-    split = {k: pick(v) for k, v in cost.split.items() if pick(v) > 0}
-    kinds = {k: pick(v) for k, v in cost.comm_kinds.items() if pick(v) > 0}
+        return float(a if a.ndim == 0 else a.mean() if index is None else a[index])
+    split = {k: x for k, x in ((k, pick(v)) for k, v in cost.split.items()) if x > 0}
+    kinds = {k: x for k, x in ((k, pick(v)) for k, v in cost.comm_kinds.items()) if x > 0}
     time = pick(cost.time)
     bound = bound_of(split)
     return Phase(time, bound, split, explain(label, bound, split, time, kinds), kinds)
@@ -69,8 +72,15 @@ def phase(cost, label: str, index=None) -> Phase:
 
 def band(dep, scenario: str, kind: str, bound: str | None = None) -> float | None:
     """Expected relative error of a ``kind`` (throughput or latency) figure of ``scenario``."""
+    from .calibration.bands import band_for
     cal = dep.calibration
-    return None if cal is None else cal.band(scenario, kind, bound)
+    return None if cal is None else band_for(cal, dep, scenario, kind, bound)
+
+
+def band_reasons(dep) -> list[str]:
+    """Why ``dep``'s bands are wider than the calibration's base bands (empty: inside the fit's data)."""
+    from .calibration.bands import widening
+    return [] if dep.calibration is None else widening(dep.calibration, dep)[1]
 
 
 def error_bands(dep, scenario: str, prefill_bound: str | None, decode_bound: str | None) -> dict:

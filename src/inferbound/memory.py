@@ -160,8 +160,7 @@ class MemoryReport:
 
 def kv_capacity(dep) -> float:
     """KV-cache bytes per GPU the deployment's engine allocates (runtime.kv_capacity_bytes)."""
-    from .runtime import kv_capacity_bytes
-    return kv_capacity_bytes(dep, dep.runtime)
+    return dep.kv_capacity_bytes
 
 
 def memory_report(dep, batch, context, step_tokens=None) -> MemoryReport:
@@ -174,7 +173,7 @@ def memory_report(dep, batch, context, step_tokens=None) -> MemoryReport:
     if rt.continuous:
         step_tokens = np.minimum(step_tokens, rt.token_budget * par.attention_groups)
     from .runtime import draft_weight_bytes
-    w = weight_bytes_per_gpu(m, dt, par) + draft_weight_bytes(dep, rt)
+    w = dep.weight_bytes_per_gpu + draft_weight_bytes(dep, rt)
     act = activation_bytes(m, dt, par, step_tokens, batch)
     cap = kv_capacity(dep)
     kv = sequence_kv_bytes(dep, batch, context)

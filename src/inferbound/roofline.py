@@ -12,6 +12,12 @@ t_compute >= t_memory; its arithmetic intensity is FLOPs/bytes and the GPU's rid
 gathered reads stream less well than weights). :class:`Roof` holds (P·e_c, W·e_m, o) for one kind of
 operator and is the only place that formula is written; :func:`price_op` applies it to an operator.
 
+Where the GPU has measured kernel curves, operators that state their kernel shape (GEMMs, the fused
+MoE layer, attention, the engine's host work) are priced by kernel_pricing.py instead: the same
+split into a compute or memory side (the bound label) and a fixed cost, with the curve's time; the
+rest (norms, elementwise, embeddings, GPUs without curves) by the roof above. Collectives are priced
+by the deployment's pricer (collectives.py).
+
 A step's operators are priced into :class:`Work` (seconds split into compute, weight reads, KV reads,
 activation traffic, communication and kernel overhead; FLOPs and HBM bytes for the power model): a
 memory-bound operator's time is shared among its byte kinds in proportion to their bytes. Pieces of
@@ -86,6 +92,7 @@ class PricedOp:
     time: object  # per instance
     compute_bound: object
     detail: str = ""  # collectives: algorithm and link
+    parts: tuple | None = None  # (compute s, memory s, overhead s) per instance where not the roof's max
 
     @property
     def total(self):
@@ -140,18 +147,31 @@ class Work:
         return Work(s, kinds, self.flops, self.bytes, self.ops)
 
 
-def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None) -> Work:
+def _default_host(ops, gpu: GPU) -> dict:
+    """Host ops priced without a deployment pricer: the default engine's host work (kernel_pricing)."""
+    from .kernel_pricing import host_cost
+    from .runtime import profile_of
+    step_s, seq_s = host_cost(profile_of(None).key)
+    h = gpu.efficiency.host_factor
+    return {i: (0.0, 0.0, 0.0, 0.0, h * (step_s + seq_s * np.asarray(op.shape["host"], dtype=float)))
+            for i, op in enumerate(ops) if op.kind == "host"}
+
+
+def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None, kernels=None) -> Work:
     """Price every operator (no per-step overhead, no overlap): the split of their time by kind.
 
     ``comm_pricer(op) -> (seconds, label)`` prices collectives (``collectives.py``); without one none may
-    occur.
+    occur. ``kernels``: a kernel_pricing.KernelPricer (default: the comm pricer's ``kernels``, if any);
+    ops it prices use the curves (module docstring), the rest the roof.
     """
     att = attention_dtype(gpu, compute_dtype, kv_dtype)
+    kp = kernels if kernels is not None else getattr(comm_pricer, "kernels", None)
+    curved = kp.price(ops, compute_dtype, att) if kp is not None else _default_host(ops, gpu)
     roofs = {"attention": roof(gpu, att, "attention"), "other": roof(gpu, compute_dtype, "gemm")}
     priced, split = [], _zero_split()
     kinds: dict = {}
     flops = moved = 0.0
-    for op in ops:
+    for i, op in enumerate(ops):
         n = op.count
         if op.kind == "collective":
             if comm_pricer is None:
@@ -161,20 +181,36 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
             split["communication"] = split["communication"] + t * n
             kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * n
             continue
-        f, b = np.asarray(op.flops, dtype=float), np.asarray(op.bytes, dtype=float)
-        if op.kind == "scan":  # a state-space scan reads its state like a cache, at its own dtype
-            r = roof(gpu, op.dtype if op.dtype and gpu.supports(op.dtype) else compute_dtype, "attention")
+        f, b = op.flops, op.bytes
+        if i in curved:
+            t_c, t_m, comp, mem, over = curved[i]
+            cb = comp >= mem
+            priced.append(PricedOp(op, t_c, t_m, comp + mem + over, cb, "kernel curve", (comp, mem, over)))
         else:
-            r = roofs["attention" if op.kind == "attention" else "other"]
-        t_c, t_m, t = r.times(f, b)
-        cb = t_c >= t_m
-        priced.append(PricedOp(op, t_c, t_m, t, cb))
-        share = np.where(cb, 0.0, t_m) * (n / np.maximum(b, 1e-30))
-        split["compute"] = split["compute"] + np.where(cb, t_c, 0.0) * n
-        split["weights"] = split["weights"] + share * op.weight_bytes
-        split["kv"] = split["kv"] + share * op.kv_bytes
-        split["activations"] = split["activations"] + share * op.act_bytes
-        split["overhead"] = split["overhead"] + r.overhead * n
+            if op.kind == "scan":  # a state-space scan reads its state like a cache, at its own dtype
+                r = roof(gpu, op.dtype if op.dtype and gpu.supports(op.dtype) else compute_dtype, "attention")
+            else:
+                r = roofs["attention" if op.kind == "attention" else "other"]
+            if np.ndim(f) == 0 and np.ndim(b) == 0:  # one step: plain floats, the same formula
+                f, b = float(f), float(b)
+                t_c, t_m = f / r.peak, b / r.bandwidth
+                cb = t_c >= t_m
+                t = max(t_c, t_m) + r.overhead
+                comp, mem = (t_c, 0.0) if cb else (0.0, t_m)
+            else:
+                f, b = np.asarray(f, dtype=float), np.asarray(b, dtype=float)
+                t_c, t_m, t = r.times(f, b)
+                cb = t_c >= t_m
+                comp, mem = np.where(cb, t_c, 0.0), np.where(cb, 0.0, t_m)
+            priced.append(PricedOp(op, t_c, t_m, t, cb))
+            over = r.overhead
+        split["compute"] = split["compute"] + comp * n
+        if op.kind != "host":
+            share = mem * (n / np.maximum(b, 1e-30)) if np.ndim(b) else mem * n / max(float(b), 1e-30)
+            split["weights"] = split["weights"] + share * op.weight_bytes
+            split["kv"] = split["kv"] + share * op.kv_bytes
+            split["activations"] = split["activations"] + share * op.act_bytes
+        split["overhead"] = split["overhead"] + over * n
         flops = flops + f * n
         moved = moved + b * n
     return Work(split, kinds, flops, moved, priced)

@@ -260,9 +260,9 @@ def _kv_token_bytes(dep) -> float:
 
 def kv_capacity_bytes(dep, rt: Runtime, profile: EngineProfile | None = None, activations=None) -> float:
     """KV-cache bytes per GPU the engine allocates (module docstring); 0 when nothing is left."""
-    from .memory import activation_bytes, weight_bytes_per_gpu
+    from .memory import activation_bytes
     p = profile or profile_of(rt.engine)
-    w = weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par) + draft_weight_bytes(dep, rt)
+    w = dep.weight_bytes_per_gpu + draft_weight_bytes(dep, rt)
     a = activation_bytes(dep.model, dep.dtypes, dep.par, rt.token_budget, min(rt.max_num_seqs or rt.token_budget,
                                                                               rt.token_budget)) \
         if activations is None else activations

@@ -26,6 +26,8 @@ import numpy as np
 from .deployment import Deployment
 from .energy import power_w, scalar_power
 from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of, mixer_ops
+from .kernel_pricing import attention_time
+from .kernels.loadattention import SCALAR
 from .roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
 from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, stages_of, uniform
 
@@ -58,6 +60,100 @@ class _Table:
         """One row by name: a split key, 'flops' or 'bytes'."""
         names = list(SPLIT_KEYS) + self.kinds + ["flops", "bytes"]
         return self.rows[names.index(key)]
+
+
+class _Shaped:
+    """An operator's kernel shape (and collective size) at another token count, as the pricers read it."""
+
+    __slots__ = ("shape", "comm")
+
+    def __init__(self, shape: dict | None, comm: dict | None = None):
+        self.shape, self.comm = shape, comm
+
+
+def _coef(x, top: float) -> float:
+    """c of a quantity linear in T (c·T), from its value at the grid's last point T = top."""
+    return float(np.asarray(x, dtype=float).reshape(-1)[-1]) / top if top > 0 else 0.0
+
+
+_FINE_CACHE: OrderedDict = OrderedDict()  # curve op priced on a fine token grid, shared across step models
+
+
+def fine_grid(top: float) -> np.ndarray:
+    """Every token count up to 512, then steps of 0.5 % up to ``top``: the grid the curve-priced operators
+    of a grid table are priced on (the curves are smooth at that scale: efficiency.gemm_spread = 5 %)."""
+    dense = np.arange(0.0, min(512.0, top) + 1.0)
+    if top <= 512:
+        return dense
+    n = int(np.ceil(np.log(top / 512.0) / np.log(1.005))) + 1
+    return np.unique(np.concatenate([dense, np.geomspace(512.0, top, n), [top]]))
+
+
+class _Exact:
+    """The curve-priced operators of a grid table (GEMMs, MoE, collectives), priced at the step's own
+    token count: kernel times step with tile waves and padding, and an engine switches all-reduce kernels
+    at a message size, which linear interpolation between the table's grid points would smooth away
+    (about 1 % of a step). Their shapes and sizes scale linearly with T (m = c·T, bytes = c·T). GEMM and
+    MoE times are priced once on ``fine_grid`` (every T to 512, 0.5 % steps above: within 0.1 % of the
+    curve) and shared by every step model of the same GPU, engine and shape (a search's layouts);
+    collectives are priced at T itself. FLOPs and bytes stay in the table (linear in T); the bytes by
+    kind, which share a memory-bound op's time, are interpolated from rows of this table."""
+
+    def __init__(self, ops: list, colls: list, grid: np.ndarray, kp, comm, compute_dtype: str, att_dtype: str):
+        self.ops, self.colls, self.kp, self.comm, self.cdt, self.att = ops, colls, kp, comm, compute_dtype, att_dtype
+        top = float(grid[-1])
+        self.coef = [_coef(op.shape["moe"]["tokens"] if "moe" in op.shape else op.shape["m"], top) for op in ops]
+        self.ccoef = [_coef(op.comm["bytes"], top) for op in colls]
+        rows = [np.broadcast_to(np.asarray(getattr(op, k), dtype=float), grid.shape)
+                for op in ops for k in ("weight_bytes", "kv_bytes", "act_bytes")]
+        self.grid, self.rows = grid, (np.stack(rows) if rows else None)
+        self.fine = fine_grid(top)
+        self.tables = [self._table(op, c) for op, c in zip(self.ops, self.coef)]
+
+    def _table(self, op, c):
+        """(compute s, memory s, overhead s) of one instance of ``op`` on the fine grid, memoized."""
+        kp = self.kp
+        sh = {k: v for k, v in op.shape.items() if k != "m"}
+        if "moe" in sh:
+            sh["moe"] = {k: v for k, v in sh["moe"].items() if k != "tokens"}
+        key = (kp.gpu.id, kp.gpu.peak_flops.get("bf16"), kp.bw, kp.engine_key, tuple(sorted(kp.factors.items())),
+               kp.spread, kp.skew, self.cdt, self.att, repr(sorted(sh.items())), c, float(self.fine[-1]))
+        hit = _FINE_CACHE.get(key)
+        if hit is None:
+            (_, _, comp, mem, over), = kp.price([self._at(op, c, self.fine)], self.cdt, self.att).values()
+            hit = tuple(np.broadcast_to(np.asarray(a, dtype=float), self.fine.shape).copy() for a in (comp, mem, over))
+            _FINE_CACHE[key] = hit
+            if len(_FINE_CACHE) > 4096:
+                _FINE_CACHE.popitem(last=False)
+        return hit
+
+    @staticmethod
+    def _at(op, c, x):
+        sh = op.shape
+        if "moe" in sh:
+            return _Shaped({**sh, "moe": {**sh["moe"], "tokens": c * x}})
+        return _Shaped({**sh, "m": c * x})
+
+    def work(self, x) -> Work:
+        x = np.asarray(x, dtype=float)
+        split = dict.fromkeys(SPLIT_KEYS, 0.0)
+        kinds: dict = {}
+        if self.ops:
+            b = np.stack([np.interp(x, self.grid, r) for r in self.rows])
+            for j, (op, tab) in enumerate(zip(self.ops, self.tables)):
+                comp, mem, over = (np.interp(x, self.fine, a) for a in tab)
+                wb, kb, ab = b[3 * j], b[3 * j + 1], b[3 * j + 2]
+                share = mem * op.count / np.maximum(wb + kb + ab, 1e-30)
+                split["compute"] = split["compute"] + comp * op.count
+                split["weights"] = split["weights"] + share * wb
+                split["kv"] = split["kv"] + share * kb
+                split["activations"] = split["activations"] + share * ab
+                split["overhead"] = split["overhead"] + over * op.count
+        for op, c in zip(self.colls, self.ccoef):
+            t, _ = self.comm(_Shaped(None, {**op.comm, "bytes": c * x}))
+            split["communication"] = split["communication"] + t * op.count
+            kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * op.count
+        return Work(split, kinds, 0.0, 0.0)
 
 
 _OPS_CACHE: OrderedDict = OrderedDict()  # (model, dtypes, par, stage, grid) -> body and head ops
@@ -95,15 +191,31 @@ class StepModel:
         self.grid, self.exact = t, t.size == self.max_tokens + 1
         self.stages = stages_of(dep)
         pricer = dep.comm_pricer
+        kp = self._kernels = pricer.kernels
+        att = attention_dtype(g, dep.compute_dtype, dt.kv_dtype)
+        on_grid = not self.exact and kp is not None and kp.curves is not None
 
         def priced(ops):
-            return _Table(price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer), t)
-        self.body, self.head = [], None
+            """(table, exact part): on a grid the curve-priced GEMM/MoE ops are priced at the step's T."""
+            if not on_grid:
+                return _Table(price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer), t), None
+            cov = kp.covers(ops, dep.compute_dtype)
+            colls = [op for op in ops if op.kind == "collective"]
+            rest = [op for j, op in enumerate(ops) if j not in cov and op.kind != "collective"]
+            curve = [ops[j] for j in sorted(cov)]
+            w = price_ops(rest, g, dep.compute_dtype, dt.kv_dtype, pricer)
+            w = w + Work(dict.fromkeys(SPLIT_KEYS, 0.0), {}, sum(np.asarray(op.flops, dtype=float) * op.count for op in curve),
+                         sum(np.asarray(op.bytes, dtype=float) * op.count for op in curve))
+            ex = _Exact(curve, colls, t, kp, pricer, dep.compute_dtype, att) if curve or colls else None
+            return _Table(w, t), ex
+        self.body, self.head, self._exact_body, self._exact_head = [], None, [], None
         for i in range(len(self.stages)):
             body, head = _stage_ops(dep, i, t)
-            self.body.append(priced(body))
+            tab, ex = priced(body)
+            self.body.append(tab)
+            self._exact_body.append(ex)
             if head is not None:
-                self.head = priced(head)
+                self.head, self._exact_head = priced(head)
         self.pp = dep.par.pp
         self._scalar = None
 
@@ -111,15 +223,19 @@ class StepModel:
     def _stage_works(self, mb: StepLoad) -> list[Work]:
         dep = self.dep
         out = []
-        for (layers, first, last), body in zip(self.stages, self.body):
+        for (layers, first, last), body, ex in zip(self.stages, self.body, self._exact_body):
             w = body.at(mb.tokens)
+            if ex is not None:
+                w = w + ex.work(mb.tokens)
             if last:
                 w = w + self.head.at(mb.sampled)
+                if self._exact_head is not None:
+                    w = w + self._exact_head.work(mb.sampled)
             att = attention_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
-                                mb.attention, mb.tokens)
+                                mb.attention, mb.tokens, mb.sampled)
             scans = mixer_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
                               mb.seqgroups)
-            w = w + price_ops(att + scans, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype)
+            w = w + price_ops(att + scans, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype, kernels=self._kernels)
             out.append(w.with_overlap(dep.par.comm_overlap))
         return out
 
@@ -152,8 +268,9 @@ class StepModel:
     # -- the simulator's scalar path ---------------------------------------------------------------
     def _scalar_tables(self) -> None:
         """Python lists of the tables (busy, communication, overhead, FLOPs, bytes) and, per stage and
-        layer group, the attention operator's coefficients: (count, roof, FLOPs per decode pair, per
-        prefill pair, bytes per cached token, per new token) read off operators.attention_op."""
+        layer group, the attention operator's coefficients: (kind, count, FLOPs per decode pair, per
+        prefill pair, bytes per cached token, per new token) read off operators.attention_op, and its
+        pricing: the kernel curves (kernel_pricing.attention_time on floats) or the operator's Roof."""
         dep = self.dep
         m, dt, par = dep.model, dep.dtypes, dep.par
 
@@ -163,18 +280,23 @@ class StepModel:
                     (busy, w.field("communication"), w.field("overhead"), w.field("flops"), w.field("bytes"))]
         self._body_l = [lists(b) for b in self.body]
         self._head_l = lists(self.head)
-        r = roof(dep.gpu, attention_dtype(dep.gpu, dep.compute_dtype, dt.kv_dtype), "attention")
-        self._roof = r
+        att_dt = attention_dtype(dep.gpu, dep.compute_dtype, dt.kv_dtype)
+        self._roof = roof(dep.gpu, att_dt, "attention")
+        self._att_dt = att_dt
         self._att = []
+        kp = self._kernels
         for layers, _, _ in self.stages:
             groups = layers if layers is not None else self._all_layers
             coef = []
             for grp in (g for g in groups if g.has_attention):
                 def op(dec=0.0, pre=0.0, cached=0.0, tokens=0.0, grp=grp):
                     (o,) = attention_ops(m, dt, par, [grp], {kind_of(grp): (dec, pre, cached)}, tokens)
-                    return float(np.asarray(o.flops)), float(np.asarray(o.bytes))
-                coef.append((kind_of(grp), grp.count, op(dec=1.0)[0], op(pre=1.0)[0], op(cached=1.0)[1],
-                             op(tokens=1.0)[1]))
+                    return o
+                o1 = op(dec=1.0)
+                curve = kp.attention_curves(o1.shape, att_dt) if kp is not None else None
+                coef.append((kind_of(grp), grp.count, float(np.asarray(o1.flops)), float(np.asarray(op(pre=1.0).flops)),
+                             float(np.asarray(op(cached=1.0).bytes)), float(np.asarray(op(tokens=1.0).bytes)),
+                             None if curve is None else (*curve, o1.shape["attention"])))
             self._att.append(coef)
         self._power = scalar_power(dep.gpu, dep.compute_dtype)
         self._kinds = attention_kinds(m)
@@ -193,7 +315,8 @@ class StepModel:
         if self._scalar is None:
             self._scalar_tables()
         load = of_sequences(self.dep.model, dec, [p for p, _ in chunks], [n for _, n in chunks], kinds=self._kinds)
-        if self.pp > 1 or self.dep.model.ssm is not None:  # the general path (scans need the sequences)
+        if self.pp > 1 or self.dep.model.ssm is not None or not self.exact:  # the general path (scans need the
+            # sequences; grid tables price their curve ops at T)
             cost = self.price(load, mode)
             t = float(cost.time)
             return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
@@ -201,12 +324,20 @@ class StepModel:
         b, h = self._body_l[0], self._head_l
         busy, comm, over, flops, moved = (b[k][tokens] + h[k][seqs] for k in range(5))
         r = self._roof
-        for kind, count, f_dec, f_pre, b_cached, b_tok in self._att[0]:
+        g = self.dep.par.attention_groups
+        for kind, count, f_dec, f_pre, b_cached, b_tok, curve in self._att[0]:
             dp, pp_, cached = load.attention[kind]
             f, by = f_dec * dp + f_pre * pp_, b_cached * cached + b_tok * tokens
-            t_op = r.time(f, by)
-            busy += (t_op - r.overhead) * count
-            over += r.overhead * count
+            if curve is None:
+                t_op = r.time(f, by)
+                busy += (t_op - r.overhead) * count
+                over += r.overhead * count
+            else:
+                pd, pq, a = curve
+                _, _, c_s, m_s, o_s = attention_time(self._kernels, pd, pq, a, dp / g, pp_ / g, cached / g,
+                                                     tokens / g, seqs / g, self._att_dt, SCALAR)
+                busy += (c_s + m_s) * count
+                over += o_s * count
             flops += f * count
             moved += by * count
         if self._overlap:

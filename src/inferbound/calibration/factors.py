@@ -1,17 +1,20 @@
-"""A calibration: fitted efficiency factors per GPU (and dtype) plus global ones, and error bands.
+"""A calibration: residual factors fitted to measured rows, and error bands.
 
 File format (YAML)::
 
     schema_version: 1
     fitted_on: {file: measured.csv, rows: 421, date: ...}
-    global: {kv_memory: 0.47, step_overhead_s: 0.0012, ...}       # applied to every GPU
+    kernels: {gemm: 1.02, attention: 0.97, moe: 1.0}                # multiply a whole kernel class's curve time
+    engines: {trtllm@0.17: {step_s: 0.0011, seq_s: 2.0e-6}}          # host work per engine profile
+    global: {collective: 0.8, ...}                                    # Efficiency fields applied to every GPU
+    gpus: {h100_sxm: {memory: 0.83}, ...}                             # per-GPU Efficiency fields (legacy fits)
     serving: {request_overhead_s: 0.007}                             # front end (HTTP, tokenizer) per request
-    gpus: {h100_sxm: {compute: 0.71, memory: 0.83, compute_by_dtype: {fp8: 0.55}}, ...}
-    bands: {"static_batch/throughput/memory": 0.12, ...}            # 68th pct. |out-of-fold error|
+    bands: {"static_batch/throughput": 0.12, "extrapolated": 0.3}     # relative error bands (bands.py)
     cross_validation: {...}                                           # report of the fit
 
-Keys are :class:`~inferbound.hardware.Efficiency` fields. ``apply`` layers global, then per-GPU
-values over the catalog's efficiency (a user's --gpu-set still wins, applied afterwards).
+``kernels`` and ``engines`` are read by the pricing engine (kernel_pricing.py); ``global`` and ``gpus``
+keys are :class:`~inferbound.hardware.Efficiency` fields that ``apply`` layers over the catalog's
+efficiency (a user's --gpu-set still wins, applied afterwards).
 Resolution of the active calibration: an explicit argument, else $INFERBOUND_CALIBRATION (a path
 or ``none``), else the packaged ``data/calibration.yaml`` if present; ``none`` = catalog priors.
 """
@@ -39,6 +42,8 @@ class Calibration:
     meta: dict = field(default_factory=dict)
     source: str = "in-memory"
     serving: dict = field(default_factory=dict)  # request_overhead_s: front-end latency added to TTFT
+    kernel_factors: dict = field(default_factory=dict)  # kernel class -> multiplier of its curve time
+    engines: dict = field(default_factory=dict)  # engine profile -> {step_s, seq_s} host work
 
     @property
     def request_overhead_s(self) -> float:
@@ -67,6 +72,7 @@ class Calibration:
 
     def to_yaml(self) -> str:
         doc = {"schema_version": 1, **({"fitted_on": self.meta.get("fitted_on")} if self.meta.get("fitted_on") else {}),
+               "kernels": self.kernel_factors, "engines": self.engines,
                "global": self.global_factors, "gpus": self.gpus, "serving": self.serving, "bands": self.bands,
                **{k: v for k, v in self.meta.items() if k != "fitted_on"}}
         return yaml.safe_dump(doc, sort_keys=False)
@@ -79,9 +85,11 @@ class Calibration:
 def from_dict(doc: dict, source: str) -> Calibration:
     if not isinstance(doc, dict) or doc.get("schema_version") != 1:
         raise ValueError(f"calibration={source!r}: not a calibration file (schema_version: 1 expected)")
-    meta = {k: v for k, v in doc.items() if k not in ("schema_version", "global", "gpus", "bands", "serving")}
+    meta = {k: v for k, v in doc.items()
+            if k not in ("schema_version", "global", "gpus", "bands", "serving", "kernels", "engines")}
     return Calibration(dict(doc.get("global") or {}), dict(doc.get("gpus") or {}), dict(doc.get("bands") or {}),
-                       meta, source, dict(doc.get("serving") or {}))
+                       meta, source, dict(doc.get("serving") or {}), dict(doc.get("kernels") or {}),
+                       dict(doc.get("engines") or {}))
 
 
 def load_file(path: str | Path) -> Calibration:

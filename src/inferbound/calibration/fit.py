@@ -1,14 +1,24 @@
-"""Fit efficiency factors to measured rows by least squares on log error; cross-validate; error bands.
+"""Fit a few physical residual factors to measured rows by least squares on log error; cross-validate.
 
-Unknowns θ (log of each factor): per GPU with enough rows, the compute fraction of each compute dtype
-in the data and the HBM fraction; globally (the serving stack, shared by all GPUs) the KV-read HBM
-fraction, the per-step and per-kernel overheads and the collective efficiency. Minimized:
+With the kernel curves carrying the per-shape efficiencies (kernel_pricing.py), what the measured rows
+still inform is what no kernel table measures. The unknowns θ (log of each factor):
 
-    Σ_rows (log(pred_i(θ)/measured_i))² + Σ_j ((θ_j − θ_j⁰)/σ)²
+- per engine profile with at least MIN_ROWS_PER_ENGINE rows (the rows' ``framework``): its host work per
+  step ``step_s`` and per sequence ``seq_s`` (the latter only where some row runs more than one
+  sequence), and the speed of its kernels relative to the measured curves per kernel class (``gemm``,
+  ``attention``; ``moe`` where MoE rows exist): the curves are TensorRT-LLM 1.3 / vLLM 0.24 / SGLang
+  0.5 kernels, and an engine version's own kernels (TensorRT-LLM 0.9-0.17's) may run slower or faster;
+- globally: a multiplier of the collective curves (``kernels.collective``, where some row runs TP > 1).
 
-where θ⁰ are the catalog priors and σ = PRIOR_SIGMA keeps factors with little data near them
-(scipy.optimize.least_squares, trust-region reflective, bounds from PARAM_BOUNDS). Predictions reuse
-the engine unchanged: a candidate θ is a :class:`Calibration` applied to each row's GPU.
+Not fitted: per-GPU efficiencies (the curves have them per GPU; a per-GPU scalar absorbs whatever the
+model misses and does not transfer). Minimized:
+
+    Σ_rows (log(pred_i(θ)/measured_i))² + Σ_j ((θ_j − θ_j⁰)/σ_j)²
+
+with θ⁰ the priors (engines.yaml ``pricing.host``; 1 for the factors) and σ_j = PRIOR_SIGMA of the
+parameter's kind (factors near 1 are held tighter than host costs, which no table measures); scipy's
+trust-region least squares within PARAM_BOUNDS. A candidate θ is a :class:`Calibration` the engine
+prices every row with, unchanged. Error bands: bands.py.
 """
 from __future__ import annotations
 
@@ -19,68 +29,94 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..hardware import get_gpu, load_catalog
-from ..validation.dataset import LATENCY_METRICS, Row
+from ..kernel_pricing import host_cost
+from ..validation.dataset import Row
 from ..validation.predict import deployment_for, predict_rows
 from .factors import Calibration
 
-PRIOR_SIGMA = 0.7          # log-space prior width: a factor of ~2 moves cost as much as one row 2x off
-MIN_ROWS_PER_GPU = 8       # fewer rows: the GPU keeps the global/prior factors
-PARAM_BOUNDS = {"compute": (0.05, 1.0), "memory": (0.2, 1.0), "kv_memory": (0.05, 1.0),
-                "step_overhead_s": (1e-6, 0.05), "kernel_overhead_s": (1e-8, 1e-4), "collective": (0.05, 1.0)}
-GLOBAL_FIELDS = ("kv_memory", "step_overhead_s", "kernel_overhead_s", "collective")
+#: log-space prior widths by kind: a kernel-class factor 1.35x off costs as much as one row 2x off
+PRIOR_SIGMA = {"kernel": 0.3, "step_s": 1.0, "seq_s": 1.5}
+MIN_ROWS_PER_ENGINE = 8
+PARAM_BOUNDS = {"kernel": (0.3, 4.0), "step_s": (1e-5, 0.02), "seq_s": (1e-8, 2e-4)}
+SEQ_PRIOR_S = 2.0e-6    # per-sequence prior where engines.yaml gives none: [rule of thumb] a few us of
+                        # sampling/bookkeeping per sequence per step (the fit moves it)
+KERNEL_CLASSES = ("gemm", "attention", "moe")
 
 
 @dataclass(frozen=True)
 class Param:
-    gpu: str | None  # None = global
-    field: str       # Efficiency field, or compute_by_dtype.<dtype>
+    scope: str   # engine profile key (name@version) or "kernels" (global)
+    field: str   # step_s, seq_s, gemm, attention, moe, collective
     prior: float
 
     @property
+    def kind(self) -> str:
+        return self.field if self.field in ("step_s", "seq_s") else "kernel"
+
+    @property
     def bounds(self):
-        return PARAM_BOUNDS["compute" if self.field.startswith("compute") else self.field]
+        return PARAM_BOUNDS[self.kind]
+
+    @property
+    def sigma(self) -> float:
+        return PRIOR_SIGMA[self.kind]
 
     @property
     def name(self) -> str:
-        return f"{self.gpu or 'global'}.{self.field}"
+        return f"{'engines.' + self.scope if self.scope != 'kernels' else 'kernels'}.{self.field}"
 
 
-def compute_dtype_of(row: Row) -> str:
-    return deployment_for(row, calibration="none").compute_dtype
+def row_features(rows: list[Row]) -> list[dict]:
+    """Per row: engine profile, GPU, compute dtype, model family, MoE, TP, batch > 1 (None: no deployment)."""
+    out, cache = [], {}
+    for r in rows:
+        if r.setup_key not in cache:
+            try:
+                d = deployment_for(r, calibration="none")
+                cache[r.setup_key] = {"engine": d.engine, "gpu": d.gpu.id, "dtype": d.compute_dtype,
+                                      "weight": d.dtypes.weight, "family": d.model.family, "moe": d.model.moe is not None,
+                                      "tp": d.par.tp * d.par.attention_groups, "many": (r.batch_size or 2) > 1,
+                                      "source": r.source}
+            except (ValueError, KeyError):
+                cache[r.setup_key] = None
+        out.append(cache[r.setup_key])
+    return out
 
 
 def parameters(rows: list[Row]) -> list[Param]:
-    """The unknowns the rows can inform, with their catalog priors."""
-    known = set(load_catalog())
-    by_gpu = Counter(r.gpu for r in rows if r.gpu in known)  # rows of unknown GPUs are not covered anyway
+    """The unknowns the rows can inform (module docstring), with their priors."""
+    feats = [f for f in row_features(rows) if f is not None]
+    by_engine = Counter(f["engine"] for f in feats)
     params: list[Param] = []
-    ref = get_gpu(next(iter(by_gpu), "h100_sxm")).efficiency  # global priors: the efficiency.yaml defaults
-    for f in GLOBAL_FIELDS:
-        params.append(Param(None, f, float(getattr(ref, "kv_memory_fraction" if f == "kv_memory" else f))))
-    for gpu_id, n in sorted(by_gpu.items()):
-        if n < MIN_ROWS_PER_GPU:
+    for key, n in sorted(by_engine.items()):
+        if n < MIN_ROWS_PER_ENGINE:
             continue
-        eff = get_gpu(gpu_id).efficiency
-        dtypes = sorted({compute_dtype_of(r) for r in rows if r.gpu == gpu_id})
-        for dt in dtypes:
-            field = "compute" if dt in ("bf16", "fp16", "fp32") else f"compute_by_dtype.{dt}"
-            if all(p.field != field or p.gpu != gpu_id for p in params):
-                params.append(Param(gpu_id, field, eff.compute_for(dt)))
-        params.append(Param(gpu_id, "memory", eff.memory))
+        mine = [f for f in feats if f["engine"] == key]
+        step_s, seq_s = host_cost(key)
+        params.append(Param(key, "step_s", step_s))
+        if any(f["many"] for f in mine):
+            params.append(Param(key, "seq_s", seq_s if seq_s > 0 else SEQ_PRIOR_S))
+        params.append(Param(key, "gemm", 1.0))
+        if any(f["many"] for f in mine):
+            params.append(Param(key, "attention", 1.0))
+        if sum(f["moe"] for f in mine) >= MIN_ROWS_PER_ENGINE:
+            params.append(Param(key, "moe", 1.0))
+    if sum(f["tp"] > 1 for f in feats) >= MIN_ROWS_PER_ENGINE:
+        params.append(Param("kernels", "collective", 1.0))
     return params
 
 
 def calibration_from(params: list[Param], values) -> Calibration:
     cal = Calibration(source="fit")
     for p, v in zip(params, values):
-        v = float(v)
-        if p.gpu is None:
-            cal.global_factors[p.field] = v
-        elif p.field.startswith("compute_by_dtype."):
-            cal.gpus.setdefault(p.gpu, {}).setdefault("compute_by_dtype", {})[p.field.split(".", 1)[1]] = v
+        if p.scope == "kernels":
+            cal.kernel_factors[p.field] = float(v)
         else:
-            cal.gpus.setdefault(p.gpu, {})[p.field] = v
+            cal.engines.setdefault(p.scope, {})[p.field] = float(v)
+    for key, e in cal.engines.items():  # host costs not fitted keep their prior; the pricer needs both
+        step_s, seq_s = host_cost(key)
+        e.setdefault("step_s", step_s)
+        e.setdefault("seq_s", seq_s)
     return cal
 
 
@@ -90,19 +126,23 @@ def log_errors(rows: list[Row], cal: Calibration | None) -> np.ndarray:
     return np.array([math.log(p.predicted / p.row.value) if p.covered else 0.0 for p in preds])
 
 
-def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float | None = PRIOR_SIGMA,
+def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float | None | str = "default",
         params: list[Param] | None = None, start: dict | None = None) -> tuple[Calibration, dict]:
     """Least-squares fit (see module docstring); returns the calibration and a fit report.
 
     ``prior_sigma=None`` drops the prior term (pure least squares); ``params`` restricts the unknowns;
-    ``start`` ({param name: value}, e.g. a previous fit) is the first guess — the prior stays the catalog's.
+    ``start`` ({param name: value}, e.g. a previous fit) is the first guess; the prior stays the data's.
     """
     params = params if params is not None else parameters(rows)
+    if not params:
+        return Calibration(source="fit"), {"parameters": {}, "rows": len(rows), "evaluations": 0, "cost": 0.0,
+                                           "status": 0}
     theta0 = np.log([p.prior for p in params])
     lo = np.log([p.bounds[0] for p in params])
     hi = np.log([p.bounds[1] for p in params])
     theta0 = np.clip(theta0, lo + 1e-9, hi - 1e-9)
     first = np.clip(np.log([(start or {}).get(p.name, p.prior) for p in params]), lo + 1e-9, hi - 1e-9)
+    sigma = None if prior_sigma is None else np.array([p.sigma for p in params])
     calls = [0]
 
     def residuals(theta):
@@ -110,7 +150,7 @@ def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float
         if progress:
             progress(calls[0], max_evals)
         cal = calibration_from(params, np.exp(theta))
-        prior = (theta - theta0) / prior_sigma if prior_sigma else np.zeros(0)
+        prior = (theta - theta0) / sigma if sigma is not None else np.zeros(0)
         return np.concatenate([log_errors(rows, cal), prior])
 
     sol = least_squares(residuals, first, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=max_evals,
@@ -121,8 +161,11 @@ def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float
     return cal, report
 
 
+CV_KEYS = ("gpu", "source", "model")
+
+
 def folds_by(rows: list[Row], key: str) -> dict[str, list[int]]:
-    """Indices of the rows of each distinct value of ``key`` (model, gpu): leave-one-group-out folds."""
+    """Indices of the rows of each distinct value of ``key`` (gpu, source, model): leave-one-group-out folds."""
     groups: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         groups[getattr(r, key)].append(i)
@@ -133,8 +176,10 @@ def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=Non
                    start: dict | None = None) -> np.ndarray:
     """Out-of-fold relative errors (pred/measured − 1) per row, leaving out one ``key`` group at a time.
 
-    Each fold is fitted afresh on the other groups (warm-started from ``start``, e.g. the full fit);
-    factors of a GPU left out fall back to the priors, as they would for a new GPU."""
+    Each fold is fitted afresh on the other groups (warm-started from ``start``, e.g. the full fit); an
+    engine left out with its only source keeps its priors, as a new engine would."""
+    if key not in CV_KEYS:
+        raise ValueError(f"cv key={key!r} unknown; allowed: {', '.join(CV_KEYS)}")
     out = np.full(len(rows), np.nan)
     folds = folds_by(rows, key)
     for k, (name, test_idx) in enumerate(sorted(folds.items())):
@@ -143,25 +188,12 @@ def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=Non
         if not train:  # one group only: nothing to fit on without it; its rows stay uncovered (NaN)
             continue
         cal, _ = fit(train, max_evals=max_evals, start=start)
-        test = [rows[i] for i in test_idx]
-        preds = predict_rows(test, calibration=cal)
+        preds = predict_rows([rows[i] for i in test_idx], calibration=cal)
         for i, p in zip(test_idx, preds):
             out[i] = p.error if p.covered else np.nan
         if progress:
             progress(k + 1, len(folds))
     return out
-
-
-def error_bands(rows: list[Row], rel_errors: np.ndarray, bounds: list[str | None], q: float = 0.68) -> dict:
-    """68th percentile of |error| per scenario/metric-kind/bound (and coarser keys), from out-of-fold errors."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for r, e, b in zip(rows, rel_errors, bounds):
-        if not np.isfinite(e):
-            continue
-        kind = "latency" if r.metric in LATENCY_METRICS else "throughput"
-        for key in (f"{r.scenario}/{kind}/{b}", f"{r.scenario}/{kind}", f"*/{kind}", "*"):
-            groups[key].append(abs(float(e)))
-    return {k: round(float(np.quantile(v, q)), 4) for k, v in sorted(groups.items()) if len(v) >= 5}
 
 
 def fit_request_overhead(rows: list[Row], cal: Calibration) -> float:
@@ -170,6 +202,12 @@ def fit_request_overhead(rows: list[Row], cal: Calibration) -> float:
     ttft = [r for r in rows if r.scenario == "serving" and r.metric == "ttft_ms"]
     if not ttft:
         return 0.0
-    base = Calibration(cal.global_factors, cal.gpus, {}, {}, "fit")
+    base = Calibration(cal.global_factors, cal.gpus, {}, {}, "fit", {}, dict(cal.kernel_factors), dict(cal.engines))
     gaps = [(p.row.value - p.predicted) / 1e3 for p in predict_rows(ttft, calibration=base) if p.covered]
     return max(0.0, float(np.median(gaps))) if gaps else 0.0
+
+
+def error_bands(rows: list[Row], rel_errors, bounds, q: float = 0.8) -> dict:
+    """Bands of one set of out-of-fold errors (bands.py ``base_bands``); kept for callers of the old API."""
+    from .bands import base_bands
+    return base_bands(rows, np.asarray(rel_errors, dtype=float), q)

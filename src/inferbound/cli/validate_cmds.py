@@ -57,7 +57,7 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
                 task = prog.add_task("predicting", total=1)
                 preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file, engine=engine,
                                      progress=lambda d, n: prog.update(task, completed=d, total=n))
-        s = summary(preds, bad, cal)
+        s = summary(preds, bad, cal, gpu_files=gpu_file)
         if out:
             write_rows(out, row_records(preds, bad, cal, gpu_file))
         if plot_file:

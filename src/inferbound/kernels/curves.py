@@ -31,12 +31,61 @@ _FAMILY = {"bf16": "bf16", "fp16": "bf16", "int8_wo": "bf16", "int4_wo": "bf16",
            "fp8": "fp8", "fp8_block": "fp8", "mxfp4_fp8": "fp8", "int4_fp8": "fp8", "fp4": "fp4", "int8": "int8"}
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's C loader when available
+
+
+@lru_cache(maxsize=1)
+def _sections() -> tuple[str, dict[str, str]]:
+    """kernels.yaml cut into (everything but the measured GPUs' entries, {gpu id: its entry's text}).
+
+    The file is large (about 25 kB per measured GPU) and one run prices one or two GPUs, so each GPU's
+    entry is parsed when first asked for. The writer (benchmarks/kernel_fit/writer.py) puts each entry
+    under ``gpus:`` as a two-space-indented ``id:`` line followed by deeper lines; comment lines between
+    entries are dropped. tests/test_kernels.py checks that the parts parse to the whole file."""
+    text = (resources.files("inferbound") / "data" / "kernels.yaml").read_text("utf-8")
+    rest, entries, current, in_gpus = [], {}, None, False
+    for line in text.splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            in_gpus, current = line.rstrip() == "gpus:", None
+            if not in_gpus:
+                rest.append(line)
+            continue
+        if in_gpus:
+            if line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":") \
+                    and not line.lstrip().startswith("#"):
+                current = line.strip()[:-1]
+                entries[current] = []
+            elif current is not None and line.startswith("    "):
+                entries[current].append(line)
+            continue
+        rest.append(line)
+    return "\n".join(rest) + "\n", {g: "\n".join(ls) + "\n" for g, ls in entries.items()}
+
+
+@lru_cache(maxsize=1)
+def _meta() -> dict:
+    """kernels.yaml without the measured GPUs: schema, provenance, units, dtypes, priors."""
+    return yaml.load(_sections()[0], Loader=_LOADER)
+
+
+@lru_cache(maxsize=None)
+def _measured(gpu_id: str) -> dict | None:
+    """One measured GPU's entry of kernels.yaml (None if it has none)."""
+    block = _sections()[1].get(gpu_id)
+    if block is None:
+        return None
+    return yaml.load(block.replace("\n    ", "\n").removeprefix("    "), Loader=_LOADER)
+
+
+def measured_gpus() -> list[str]:
+    """Ids of the GPUs with measured curves, in the file's order."""
+    return list(_sections()[1])
+
+
 @lru_cache(maxsize=1)
 def load_data() -> dict:
-    """Parsed kernels.yaml (libyaml's C loader when available: the file is large); read-only."""
-    text = (resources.files("inferbound") / "data" / "kernels.yaml").read_text("utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)
+    """Parsed kernels.yaml, every GPU entry included; read-only."""
+    return {**_meta(), "gpus": {g: _measured(g) for g in measured_gpus()}}
 
 
 @dataclass(frozen=True)
@@ -130,15 +179,15 @@ def _catalog(gpu_id: str):
 def curves_for(gpu_id: str) -> KernelCurves | None:
     """Kernel curves of a catalog GPU id (measured, or derived from its prior), or None if kernels.yaml
     has neither for it. Peaks and bandwidth are read from the hardware catalog (get_gpu)."""
-    data = load_data()
-    gpus, priors, dtypes = data.get("gpus", {}), data.get("priors", {}), data.get("dtypes", {})
-    if gpu_id in gpus:
-        e = gpus[gpu_id]
+    data = _meta()
+    priors, dtypes = data.get("priors", {}), data.get("dtypes", {})
+    e = _measured(gpu_id)
+    if e is not None:
         classes = {c: copy.deepcopy(e[c]) for c in CLASSES if c in e}
         coll = _int_keys(copy.deepcopy(e.get("collectives", {})))
         fb = e.get("fallback")
-        if fb and fb["derived_from"] in gpus:
-            extra, extra_coll = derive(gpus[fb["derived_from"]], fb, fb.get("dtypes"))
+        if fb and _measured(fb["derived_from"]) is not None:
+            extra, extra_coll = derive(_measured(fb["derived_from"]), fb, fb.get("dtypes"))
             for cls, by_eng in extra.items():
                 for eng, by_dt in by_eng.items():
                     for dt, c in by_dt.items():
@@ -150,7 +199,7 @@ def curves_for(gpu_id: str) -> KernelCurves | None:
                             {"sm_count": e.get("sm_count_source", ""), "tables": e.get("tables", [])})
     if gpu_id in priors:
         r = priors[gpu_id]
-        classes, coll = derive(gpus[r["derived_from"]], r, r.get("dtypes"))
+        classes, coll = derive(_measured(r["derived_from"]), r, r.get("dtypes"))
         return KernelCurves(gpu_id, int(r["sm_count"]), *_catalog(gpu_id), True, r["derived_from"], classes,
                             coll, dtypes,
                             {"sm_count": r.get("sm_count_source", ""), "prior": r.get("sources", [])})
@@ -159,5 +208,4 @@ def curves_for(gpu_id: str) -> KernelCurves | None:
 
 def available_gpus() -> dict[str, bool]:
     """{gpu id: extrapolated} for every GPU kernels.yaml covers."""
-    data = load_data()
-    return {**{g: False for g in data.get("gpus", {})}, **{g: True for g in data.get("priors", {})}}
+    return {**{g: False for g in measured_gpus()}, **{g: True for g in _meta().get("priors", {})}}

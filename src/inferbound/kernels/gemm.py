@@ -59,19 +59,41 @@ def candidate_tiles(tm_min: float, tn_min: float = 32.0):
     return tm, tn
 
 
-def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1):
-    """Tensor-core time (s) with the fastest candidate tile; broadcasts over m, n, k, groups."""
+def soft_ceil(x, spread: float):
+    """E[⌈x·(1 + u)⌉] for u uniform on [−spread, spread]: ⌈x⌉ averaged over a relative jitter of x.
+
+    With F(y) = ∫₀^y ⌈t⌉ dt = n(n+1)/2 + (n+1)(y − n) = (n+1)(y − n/2), n = ⌊y⌋, the mean is
+    (F(x(1+ε)) − F(x(1−ε))) / (2εx); ε = 0 (or x = 0) is ⌈x⌉ itself.
+    """
+    x = np.asarray(x, dtype=float)
+    if spread <= 0:
+        return np.ceil(x)
+    lo, hi = x * (1.0 - spread), x * (1.0 + spread)
+    n_lo, n_hi = np.floor(lo), np.floor(hi)
+    width = hi - lo
+    num = (n_hi + 1.0) * (hi - 0.5 * n_hi) - (n_lo + 1.0) * (lo - 0.5 * n_lo)
+    return np.where(width > 1e-12, num / np.where(width > 1e-12, width, 1.0), np.ceil(x))
+
+
+def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: float = 0.0):
+    """Tensor-core time (s) with the fastest candidate tile; broadcasts over m, n, k, groups.
+
+    ``spread`` > 0 averages the row-tile count ⌈M/tm⌉ and the wave count over a relative jitter of M
+    (``soft_ceil``): the expected time of GEMMs whose M varies by ±spread around the given one."""
     m, n, k, g = (np.asarray(x, dtype=float) for x in (m, n, k, groups))
     tm, tn = candidate_tiles(float(p["tm_min"]), float(p.get("tn_min", 32.0)))
     shape = np.broadcast(m, n, k, g).shape
     exp = (slice(None),) + (None,) * len(shape)
     tm, tn = tm[exp], tn[exp]
-    tiles = g * np.ceil(m / tm) * np.ceil(n / tn)
+    # the row-tile count depends on tm only: averaged once per distinct tm, then spread over the tn candidates
+    utm, inv = np.unique(tm.reshape(-1), return_inverse=True)
+    rows = soft_ceil(m / utm.reshape((-1,) + (1,) * len(shape)), spread)[inv]
+    tiles = g * rows * np.ceil(n / tn)
     if p.get("k_min") is None:
         s = 1.0
     else:
-        s = np.clip(np.floor(sms / tiles), 1.0, np.maximum(1.0, np.floor(k / p["k_min"])))
-    waves = np.ceil(tiles * s / sms)
+        s = np.clip(np.floor(sms / np.maximum(tiles, 1.0)), 1.0, np.maximum(1.0, np.floor(k / p["k_min"])))
+    waves = soft_ceil(tiles * s / sms, spread)
     feed = np.minimum(1.0, (tm * tn / (tm + tn)) / p["tile_r"])
     per_sm = peak * p["e_c"] * feed / sms
     t = waves * 2.0 * tm * tn * (np.ceil(k / s) + p["k_fill"]) / per_sm
@@ -98,9 +120,10 @@ def smooth_max(a, b, q):
     return hi * ((a / hi) ** q + (b / hi) ** q) ** (1.0 / q)
 
 
-def gemm_time(p: dict, sms: int, peak: float, hbm_bw: float, m, n, k, groups=1):
-    """(t, t_compute, t_memory incl. the quantization pass) in seconds under parameters ``p`` (module doc)."""
-    t_c = compute_time(p, sms, peak, m, n, k, groups)
+def gemm_time(p: dict, sms: int, peak: float, hbm_bw: float, m, n, k, groups=1, spread: float = 0.0):
+    """(t, t_compute, t_memory incl. the quantization pass) in seconds under parameters ``p`` (module doc);
+    ``spread``: see compute_time."""
+    t_c = compute_time(p, sms, peak, m, n, k, groups, spread)
     main, quant = _bytes(p, m, n, k, groups)
     t_m = p["mem_latency_s"] + main / (hbm_bw * p["e_m"])
     t_q = quant / (hbm_bw * p["e_m"])

@@ -6,6 +6,14 @@ attention, Llama 4: only its own chunk), at 2·(d_qk + d_v) FLOPs each (QKᵀ an
 the cached K and V (MLA: the latent) of the tokens it attends to and reads/writes the output. A step's
 attention is summed per attention kind over its sequences (``sequence_attention``), so one operator
 per layer group prices decodes and prefill chunks of any lengths together.
+
+The operator states its kernel shape for curve pricing (``shape``): heads and KV heads per GPU, head
+dims of the decode (absorbed, for MLA) and prefill forms, cache bytes per token, the window, and the
+step's sums (decode pairs, prefill pairs, cached tokens read, new tokens, sampled sequences), all per
+attention group. The decode kernel's batch is not among the sums: it is taken as D = min(sampled,
+new tokens) when the step has decodes (exact for decode-only steps, where every sequence adds one token
+and samples; a mixed step counts its P prefill chunks as decodes too, P·per-sequence cost, a few
+microseconds), and the prefill kernel's query tokens as new tokens − D.
 """
 from __future__ import annotations
 
@@ -92,27 +100,36 @@ def attention_shape(m: ModelSpec, par: Parallelism):
 
 
 def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, decode_pairs, prefill_pairs,
-                 cached, tokens) -> Op:
+                 cached, tokens, sampled=None) -> Op:
     """The attention kernel of ``g.count`` layers of one kind, per GPU, from what its sequences add up to.
 
     ``decode_pairs`` / ``prefill_pairs``: query-key pairs of decoding sequences and of prefill chunks
     (attended_pairs summed over them), ``cached``: cached tokens the kernel reads (attention_reads summed),
     ``tokens``: new tokens; all per attention group. FLOPs 2·h_loc·(d_qk + d_v) per pair (QKᵀ and PV);
-    it reads the cached K and V (or MLA latent) and reads/writes the attention output.
+    it reads the cached K and V (or MLA latent) and reads/writes the attention output. ``sampled``: the
+    sequences that sample (None: as many as new tokens, a decode-only step), for the kernel shape.
     """
     h_loc, dqk_d, dv_d, dqk_p, dv_p, kv_vals, out_width = attention_shape(m, par)
     ab = _act_bytes(dt)
     kvb = bytes_per_element(dt.kv_dtype)
+    kv_heads = 1.0 if m.mla is not None else max(1.0, m.num_kv_heads / par.tp)
+    shape = {"attention": {"mla": m.mla is not None, "heads": h_loc, "kv_heads": kv_heads, "d_dec": (dqk_d, dv_d),
+                           "d_pre": (dqk_p, dv_p), "token_bytes": kv_vals * kvb, "kv_dtype": dt.kv_dtype,
+                           "window": float(g.window or 0) if g.attention != "full" else 0.0},
+             "load": (decode_pairs, prefill_pairs, cached, tokens, tokens if sampled is None else sampled)}
     return Op("attention", "attention", g.count,
               flops=2 * h_loc * ((dqk_d + dv_d) * decode_pairs + (dqk_p + dv_p) * prefill_pairs),
-              act_bytes=2 * tokens * out_width / par.tp * ab, kv_bytes=cached * kv_vals * kvb, group=_group_label(g))
+              act_bytes=2 * tokens * out_width / par.tp * ab, kv_bytes=cached * kv_vals * kvb, group=_group_label(g),
+              shape=shape)
 
 
 def attention_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, layers: list[LayerGroup], per_kind: dict,
-                  tokens) -> list[Op]:
+                  tokens, sampled=None) -> list[Op]:
     """One attention op per layer group of ``layers``, from the step's sums per attention kind
-    (``per_kind[kind] = (decode_pairs, prefill_pairs, cached)``, replica-wide) and its ``tokens``."""
+    (``per_kind[kind] = (decode_pairs, prefill_pairs, cached)``, replica-wide), its ``tokens`` and its
+    ``sampled`` sequences (None: as many as tokens)."""
     groups = par.attention_groups
+    smp = None if sampled is None else np.asarray(sampled, dtype=float) / groups
     ops = []
     for g in layers:
         if not g.has_attention:
@@ -120,7 +137,7 @@ def attention_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, layers: list[Layer
         dec, pre, cached = per_kind[kind_of(g)]
         ops.append(attention_op(m, g, dt, par, np.asarray(dec, dtype=float) / groups,
                                 np.asarray(pre, dtype=float) / groups, np.asarray(cached, dtype=float) / groups,
-                                np.asarray(tokens, dtype=float) / groups))
+                                np.asarray(tokens, dtype=float) / groups, smp))
     return ops
 
 

@@ -20,7 +20,8 @@ from ..model.params import attention_params, expert_params, mlp_params, router_p
 from ..model.ssm import ssm_params
 from ..model.spec import LayerGroup, ModelSpec
 from .attention import attention_shape
-from .op import Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce
+from .op import (Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce, gemm_shape,
+                 weight_format)
 
 
 def experts_touched(tokens, num_experts: int, top_k: int):
@@ -61,16 +62,18 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
         qkv_params = (attn_p - o_params) / tp
         ops.append(Op("attn_qkv", "gemm", g.count, flops=2 * tokens * qkv_params,
                       weight_bytes=qkv_params * wb, act_bytes=tokens * (d + qkv_out) * ab,
-                      kv_bytes=tokens * kv_vals * kvb, group=label))
+                      kv_bytes=tokens * kv_vals * kvb, group=label,
+                      shape=gemm_shape(dt, "attention", tokens, (qkv_params / d, d))))
         ops.append(Op("attn_out", "gemm", g.count, flops=2 * tokens * o_params / tp,
                       weight_bytes=o_params / tp * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
-                      group=label))
+                      group=label, shape=gemm_shape(dt, "attention", tokens, (d, o_params / tp / d))))
         ops.extend(_tp_reduce("attn", g, par, tokens * d * cb, label))
     if g.ssm_kind is not None:  # --- state-space projections (the scan itself: operators_ssm)
         p = ssm_params(m.ssm, d) / tp
         ops.append(Op("ssm_proj", "gemm", g.count, flops=2 * tokens * p,
                       weight_bytes=p * component_weight_bytes(dt, "ssm"),
-                      act_bytes=tokens * (2 * d + 2 * p / d) * ab, group=label))
+                      act_bytes=tokens * (2 * d + 2 * p / d) * ab, group=label,
+                      shape=gemm_shape(dt, "ssm", tokens, (p / d, d))))
         ops.extend(_tp_reduce("ssm", g, par, tokens * d * cb, label))
 
     # --- MLP or experts
@@ -79,7 +82,8 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
     elif g.mlp:
         p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / tp
         ops.append(Op("mlp", "gemm", g.count, flops=2 * tokens * p, weight_bytes=p * component_weight_bytes(dt, "dense_mlp"),
-                      act_bytes=tokens * (2 * d + 3 * m.intermediate_size / tp) * ab, group=label))
+                      act_bytes=tokens * (2 * d + 3 * m.intermediate_size / tp) * ab, group=label,
+                      shape=gemm_shape(dt, "dense_mlp", tokens, *_mlp_gemms(d, m.intermediate_size / tp, m.gated_mlp))))
         ops.extend(_tp_reduce("mlp", g, par, tokens * d * cb, label))
 
     # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
@@ -87,6 +91,11 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
     ops.append(Op("norms_residual", "elementwise", g.count, flops=8 * elems, act_bytes=3 * elems * ab,
                   group=label))
     return ops
+
+
+def _mlp_gemms(d: int, ff, gated: bool) -> tuple:
+    """(n, k) of an MLP's GEMMs per GPU: the fused gate+up (or up) projection, then the down projection."""
+    return ((2 * ff if gated else ff, d), (d, ff))
 
 
 def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, imbalance: float,
@@ -108,7 +117,8 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     router = router_params(m)
     ops.append(Op("router", "gemm", g.count, flops=2 * tokens * router,
                   weight_bytes=router * bytes_per_element(dt.high_precision),
-                  act_bytes=tokens * (d + e.num_experts) * ab, group=label))
+                  act_bytes=tokens * (d + e.num_experts) * ab, group=label,
+                  shape=gemm_shape(dt, None, tokens, (router / d, d))))
     per_expert = expert_params(m)
     width = e.latent_size or d  # Nemotron-H latent MoE: experts read a narrower projection
     touched = experts_touched(t_moe, e.num_experts, e.top_k)
@@ -118,7 +128,11 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     ops.append(Op("experts", "gemm", g.count, flops=2 * t_moe * e.top_k * per_expert / group * imb,
                   weight_bytes=touched / par.ep * per_expert / par.expert_tp * component_weight_bytes(dt, "routed_experts"),
                   act_bytes=t_moe * e.top_k / par.ep * imb * (2 * width + 2 * e.expert_intermediate_size / par.expert_tp) * ab,
-                  group=label))
+                  group=label, shape={"moe": {"tokens": t_moe, "hidden": float(width),
+                                              "inter": float(e.expert_intermediate_size), "topk": float(e.top_k),
+                                              "experts": float(e.num_experts), "tp": float(par.expert_tp),
+                                              "ep": float(par.ep), "gated": bool(m.gated_mlp), "imbalance": imb},
+                                      **weight_format(dt, "routed_experts")}))
     if par.ep > 1:
         ops.append(_collective("moe_combine_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
         if par.expert_tp > 1:
@@ -129,7 +143,8 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
         ops.append(Op("shared_experts", "gemm", g.count, flops=2 * tokens * sh,
                       weight_bytes=sh * component_weight_bytes(dt, "shared_experts"),
                       act_bytes=tokens * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / par.tp) * ab,
-                      group=label))
+                      group=label, shape=gemm_shape(dt, "shared_experts", tokens, *_mlp_gemms(
+                          d, e.shared_intermediate_size * e.num_shared_experts / par.tp, m.gated_mlp))))
     if par.ep == 1:  # experts and shared experts reduce together over TP
         ops.extend(_tp_reduce("moe", g, par, tokens * d * cb, label))
     else:
@@ -164,15 +179,17 @@ def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[La
 
 
 def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
-    """The LM head of the last stage for ``sampled`` sequences (one logits row each; the replica's count)
-    and, under TP, the all-gather of the vocab-parallel fp32 logits for sampling."""
+    """The LM head of the last stage for ``sampled`` sequences (one logits row each; the replica's count),
+    the engine's host work for them (scheduling, sampling: once per step, per attention-DP rank) and,
+    under TP, the all-gather of the vocab-parallel fp32 logits for sampling."""
     tp = par.tp
     d = m.hidden_size
     logits = np.asarray(sampled, dtype=float) / par.attention_groups
     vocab_loc = m.vocab_size / tp
     ops = [Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc,
               weight_bytes=d * vocab_loc * bytes_per_element(dt.high_precision),
-              act_bytes=logits * (d * _act_bytes(dt) + vocab_loc * 4))]
+              act_bytes=logits * (d * _act_bytes(dt) + vocab_loc * 4), shape=gemm_shape(dt, None, logits, (vocab_loc, d))),
+           Op("host", "host", 1, shape={"host": logits})]
     if tp > 1:  # gather the vocab-parallel logits for sampling
         ops.append(_collective("logits_all_gather", "all_gather", 1, logits * m.vocab_size * 4, "tp", tp, ""))
     return ops

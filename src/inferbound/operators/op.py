@@ -1,4 +1,22 @@
-"""One operator of a step, per GPU: its FLOPs and bytes by kind; collectives state their size and group."""
+"""One operator of a step, per GPU: its FLOPs and bytes by kind, and the shape of its kernels.
+
+Collectives state their size and group (``comm``). GEMMs, the fused MoE layer, attention and the
+engine's host work state their shape (``shape``), so the pricing engine can price them from measured
+kernel curves (kernel_pricing.py) instead of a scalar roofline; every quantity broadcasts over arrays:
+
+- ``gemm``: ``{"gemm": ((n, k), ...), "m": tokens, **fmt}``: one GEMM C[m, n] = A[m, k]·W[k, n] per
+  (n, k) pair (a fused QKV, a gate+up and a down projection ...), all with the op's m rows;
+- ``moe``: ``{"moe": {tokens, hidden, inter, topk, experts, tp, ep, gated, imbalance}, **fmt}``: one rank's
+  fused expert layer (routing, both grouped GEMMs, permutation) for the step's tokens;
+- ``attention``: ``{"attention": {mla, heads, kv_heads, d_dec, d_pre, kv_bytes, window}, "load": (decode
+  pairs, prefill pairs, cached tokens read, new tokens, sampled sequences)}`` (operators/attention.py);
+- ``host``: ``{"host": sequences}``: the engine's per-step and per-sequence host work (scheduling,
+  sampling), once per step.
+
+``fmt`` (``weight_format``) is how the op's weights are stored: ``weight`` (a dtype), ``bits`` (bits
+per weight with scales, None: the dtype's default) and ``checkpoint`` (formats a checkpoint ships carry
+calibrated, static activation scales).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,6 +43,7 @@ class Op:
     group: str = ""  # which layer group (e.g. "full", "window128", "moe")
     comm: dict = field(default_factory=dict)  # collectives: kind, bytes, group size, scope
     dtype: str | None = None
+    shape: dict | None = None  # kernel shape for curve pricing (module docstring); None: roofline only
 
     @property
     def bytes(self):
@@ -62,6 +81,18 @@ def _comm_bytes(dt: Dtypes) -> float:
 def _act_bytes(dt: Dtypes) -> float:
     """Bytes per activation value: the activation dtype (fp4 activations are stored as 8-bit)."""
     return bytes_per_element(dt.act) if dt.act != "fp4" else 1.0
+
+
+def weight_format(dt: Dtypes, component: str | None) -> dict:
+    """How the weights of ``component`` are stored (None: kept at high precision: LM head, router)."""
+    if component is not None and dt.stored_at(component):
+        return {"weight": dt.weight, "bits": dt.weight_bits, "checkpoint": dt.weight_source == "checkpoint"}
+    return {"weight": dt.high_precision, "bits": None, "checkpoint": False}
+
+
+def gemm_shape(dt: Dtypes, component: str | None, m, *nk) -> dict:
+    """Shape of an op of one or more GEMMs of ``m`` rows, (n, k) each, on ``component``'s weights."""
+    return {"gemm": tuple((float(n), float(k)) for n, k in nk), "m": m, **weight_format(dt, component)}
 
 
 def _collective(name: str, kind: str, count: int, size_bytes, group: str, n: int, label: str) -> Op:

@@ -23,7 +23,7 @@ def stage_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sampled, per_k
     group's attention kernel after its QKV projection, its scan after its state-space projection)."""
     layers = _merged_groups(m) if layers is None else layers
     body = body_ops(m, dt, par, tokens, layers, first, last, moe_imbalance)
-    att = iter(attention_ops(m, dt, par, layers, per_kind, tokens))
+    att = iter(attention_ops(m, dt, par, layers, per_kind, tokens, sampled))
     scans = iter(mixer_ops(m, dt, par, layers, seqgroups))
     ops = []
     for op in body:

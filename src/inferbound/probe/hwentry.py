@@ -37,11 +37,12 @@ GPU_ID = "local"
 
 def predictor_op_counts(dtype: str) -> tuple[int, int]:
     """(operators per dense layer, operators outside the layers) that the predictor charges an overhead
-    for, counted from ``operators.forward_ops`` on 1- and 2-layer Llama configs (collectives excluded)."""
+    for, counted from ``operators.forward_ops`` on 1- and 2-layer Llama configs (collectives and the
+    engine's host work excluded)."""
     def total(n: int) -> int:
         m = load_model({**TINY_CONFIG, "num_hidden_layers": n})
         ops = forward_ops(m, Dtypes(weight=dtype, act=dtype, kv=dtype), Parallelism(), 1, 1, 16)
-        return sum(op.count for op in ops if op.kind != "collective")
+        return sum(op.count for op in ops if op.kind not in ("collective", "host"))  # host work: no kernel
     per_layer = total(2) - total(1)
     return per_layer, total(1) - per_layer
 

@@ -1,4 +1,10 @@
-"""Validation outputs: per-row CSV, summary tables (JSON-able) and the predicted-vs-measured plot."""
+"""Validation outputs: per-row CSV, summary tables (JSON-able) and the predicted-vs-measured plot.
+
+With a calibration each covered row carries its error band (``band``: the relative error the
+calibration expects for that row's scenario and metric kind, widened where the row's deployment
+extrapolates beyond the fit: calibration/bands.py), and the summary says on how many covered rows the
+truth lies inside it (``band_coverage``: |error| <= band).
+"""
 from __future__ import annotations
 
 import csv
@@ -11,22 +17,47 @@ from .metrics import group_summary, summarize
 from .predict import Prediction
 
 ROW_FIELDS = ("case", "source", "scenario", "model", "gpu", "metric", "measured", "predicted", "error", "abs_error",
-              "bound", "covered", "reason")
+              "band", "bound", "covered", "reason")
 
 
-def row_records(preds: list[Prediction], unreadable: list[Unreadable] = ()) -> list[dict]:
+def row_bands(preds: list[Prediction], calibration=None, gpu_files=None) -> list[float | None]:
+    """Each prediction's relative error band under ``calibration`` (None: not covered, or no bands)."""
+    from ..calibration.bands import band_for
+    from .predict import deployment_for
+    if calibration is None or not getattr(calibration, "bands", None):
+        return [None] * len(preds)
+    deps: dict = {}
     out = []
     for p in preds:
+        if not p.covered:
+            out.append(None)
+            continue
+        r = p.row
+        if r.setup_key not in deps:
+            try:
+                deps[r.setup_key] = deployment_for(r, calibration=calibration, gpu_files=gpu_files)
+            except (ValueError, KeyError):
+                deps[r.setup_key] = None
+        d = deps[r.setup_key]
+        kind = "latency" if r.metric in LATENCY_METRICS else "throughput"
+        out.append(None if d is None else band_for(calibration, d, r.scenario, kind, p.bound))
+    return out
+
+
+def row_records(preds: list[Prediction], unreadable: list[Unreadable] = (), calibration=None,
+                gpu_files=None) -> list[dict]:
+    out = []
+    for p, band in zip(preds, row_bands(preds, calibration, gpu_files)):
         r = p.row
         out.append({"case": r.case, "source": r.source, "scenario": r.scenario, "model": r.model, "gpu": r.gpu,
                     "metric": r.metric, "measured": r.value, "predicted": p.predicted,
-                    "error": p.error, "abs_error": None if p.error is None else abs(p.error), "bound": p.bound,
-                    "covered": p.covered, "reason": p.reason})
+                    "error": p.error, "abs_error": None if p.error is None else abs(p.error), "band": band,
+                    "bound": p.bound, "covered": p.covered, "reason": p.reason})
     for u in unreadable:
         out.append({"case": u.case, "source": u.raw.get("source", ""), "scenario": u.raw.get("scenario", ""),
                     "model": u.raw.get("model", ""), "gpu": u.raw.get("gpu", ""), "metric": u.metric,
                     "measured": u.raw.get("value"), "predicted": None, "error": None, "abs_error": None,
-                    "bound": None, "covered": False, "reason": u.reason})
+                    "band": None, "bound": None, "covered": False, "reason": u.reason})
     return out
 
 
@@ -38,8 +69,20 @@ def write_rows(path: str | Path, records: list[dict]) -> None:
             w.writerow({k: ("" if rec.get(k) is None else rec.get(k)) for k in ROW_FIELDS})
 
 
-def summary(preds: list[Prediction], unreadable: list[Unreadable] = ()) -> dict:
-    """Overall, per throughput/latency class, and per source × scenario × metric; plus not covered."""
+def band_coverage(preds: list[Prediction], bands: list) -> dict:
+    """Share of covered rows with a band whose |error| is within it, overall and by metric kind."""
+    def share(sel):
+        hits = [abs(p.error) <= b for p, b in sel]
+        return {"n": len(hits), "coverage": (sum(hits) / len(hits)) if hits else None}
+    pairs = [(p, b) for p, b in zip(preds, bands) if p.covered and b is not None]
+    return {"all": share(pairs), "throughput": share([x for x in pairs if x[0].row.metric not in LATENCY_METRICS]),
+            "latency": share([x for x in pairs if x[0].row.metric in LATENCY_METRICS])}
+
+
+def summary(preds: list[Prediction], unreadable: list[Unreadable] = (), calibration=None, bands=None,
+            gpu_files=None) -> dict:
+    """Overall, per throughput/latency class, and per source × scenario × metric; plus not covered and, with
+    a calibration (or ``bands`` per prediction), the band coverage."""
     covered = [p for p in preds if p.covered]
     thr = [p.error for p in covered if p.row.metric not in LATENCY_METRICS]
     lat = [p.error for p in covered if p.row.metric in LATENCY_METRICS]
@@ -50,7 +93,9 @@ def summary(preds: list[Prediction], unreadable: list[Unreadable] = ()) -> dict:
             "not_covered_share": len(not_covered) / total if total else 0.0,
             "all": summarize([p.error for p in covered]), "throughput": summarize(thr), "latency": summarize(lat),
             "by_source_scenario_metric": group_summary(preds), "by_model": group_summary(preds, ("model",)),
-            "by_gpu": group_summary(preds, ("gpu",)), "not_covered_rows": not_covered}
+            "by_gpu": group_summary(preds, ("gpu",)), "not_covered_rows": not_covered,
+            "band_coverage": band_coverage(preds, bands if bands is not None else
+                                           row_bands(preds, calibration, gpu_files))}
 
 
 def plot(preds: list[Prediction], path: str | Path, title: str = "inferbound: predicted vs measured") -> None:

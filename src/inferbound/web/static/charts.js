@@ -147,7 +147,7 @@
                `${(r.time_s * 1e3).toPrecision(3)} ms, ${r.bound}-bound`);
     }
     legendRow(container, [["prefill operators", color.prefill, "dot"], ["decode operators", color.decode, "dot"],
-                          ["roof (effective peak and HBM bandwidth)", "#333", "line"]]);
+                          ["roof: " + (data.roof || "effective peak and HBM bandwidth"), "#333", "line"]]);
   }
 
   /* pts: [{x, y, label, group}], opts: {xlabel, ylabel, current: {x, y, label}} */
