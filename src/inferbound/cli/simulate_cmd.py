@@ -94,6 +94,10 @@ def show(res, plot: Path | None) -> None:
             ("$ per M output / input tokens", f"{_f(s['usd_per_million_output_tokens'])} / "
                                               f"{_f(s['usd_per_million_input_tokens'], ',.3f')}"
                                               f"{_price_tag(res.deployment.gpu)}")]
+    if s.get("concurrency"):  # the interactive response-time law N = X·(R + Z) (Little's law on the loop)
+        n_law = s["requests_per_s"] * (s["e2e_ms_mean"] / 1e3 + s["think_time_s"])
+        rows.append(("closed loop: requests/s × (E2E + think) vs clients",
+                     f"{n_law:,.2f} vs {s['concurrency']}"))
     if s["mode"] == "disaggregated":
         rows.append(("KV transfer (ms, mean)", f"{_f(s['kv_transfer_ms_mean'])} over {s['kv_link']}"))
     from .features_view import simulate_rows
