@@ -142,3 +142,27 @@ def test_validate_engine_applies_to_rows_naming_none(tmp_path):
     assert a != b
     r = CliRunner().invoke(app, ["validate", str(tmp_path / "e.csv"), "--engine", "nope"])
     assert r.exit_code == 2 and "engine" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_attention_dp_column_prices_the_dep_layout(tmp_path):
+    """TensorRT-LLM's DEP4 (tp_size 4, moe_ep_size 4, enable_attention_dp): the engine's tp_size counts the
+    attention ranks, so the row is attention tp 1 over 4 ranks sharing the experts. DeepSeek-R1's MLA cache
+    (one latent of 512 + 64 rope dims per token and layer: (512 + 64)·61 B at fp8 = 35,136 B) is not split
+    by TP, so under TP4 every GPU holds every sequence's latent; under DEP4 each rank holds its own."""
+    row = {**BASE, "model": "nvidia/DeepSeek-R1-0528-NVFP4-v2", "gpu": "b200_hgx", "num_gpus": "4", "tp": "4",
+           "ep": "4", "weight_dtype": "fp4", "act_dtype": "fp4", "kv_dtype": "fp8", "framework": "TensorRT-LLM",
+           "scenario": "max_throughput", "input_len": "1024", "output_len": "1024", "metric": "output_tok_s_per_gpu",
+           "value": "6430", "engine_version": "1.x"}
+    (tep,), _ = read_csv(write(tmp_path / "tep.csv", [row]))
+    (dep,), _ = read_csv(write(tmp_path / "dep.csv", [{**row, "attention_dp": "on"}]))
+    assert tep.attention_dp is None and dep.attention_dp is True
+    a, b = deployment_for(tep), deployment_for(dep)
+    assert (a.par.tp, a.par.dp, a.par.ep, a.par.attention_dp) == (4, 1, 4, False)
+    assert (b.par.tp, b.par.dp, b.par.ep, b.par.attention_dp) == (1, 4, 4, True)
+    assert b.par.attention_groups == 4 and b.par.replicas == 1 and b.par.moe_group == 4
+    from inferbound.memory import kv_bytes_per_gpu
+    assert float(kv_bytes_per_gpu(a.model, a.dtypes, a.par, 1, 1)) == (512 + 64) * 61
+    # four sequences under DEP4 put one on each rank: the busiest GPU holds one latent per token
+    assert float(kv_bytes_per_gpu(b.model, b.dtypes, b.par, 4, 1)) == (512 + 64) * 61
+    rows, bad = read_csv(write(tmp_path / "bad.csv", [{**row, "attention_dp": "maybe"}]))
+    assert not rows and "attention_dp='maybe'" in bad[0].reason and "on, off" in bad[0].reason

@@ -11,7 +11,11 @@ Optional columns (blank = not stated; the engine profile's default):
   ``input_len_std`` / ``output_len_std``: the spread of the lengths (modelled as normal);
 - engine settings: ``engine`` (a profile name), ``engine_version``, ``max_num_seqs``,
   ``max_num_batched_tokens``, ``gpu_memory_utilization``, ``prefix_caching``, ``kv_offload`` (on/off),
-  ``speculative`` (e.g. ``mtp:3``).
+  ``speculative`` (e.g. ``mtp:3``);
+- ``attention_dp`` (on/off): the engine ran attention data parallel beside expert parallelism
+  (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``; layouts named DEP<n>). ``tp``
+  is then the engine's tp_size, which counts every attention rank: inferbound prices it as attention
+  tp 1 over tp·dp ranks sharing the experts (config.Parallelism.attention_dp).
 Lengths may be means (593.37 tokens) and may be blank where the dataset profile publishes them.
 Metrics: METRICS; ``tpot_ms`` excludes the first token; ``_p50``/``_p90``/``_p99`` are percentiles over
 requests. Other columns are ignored. A row that cannot be parsed is kept with the reason, never dropped.
@@ -73,6 +77,7 @@ class Row:
     prefix_caching: bool | None = None
     kv_offload: bool | None = None
     speculative: str | None = None
+    attention_dp: bool | None = None
 
     @property
     def setup_key(self) -> tuple:
@@ -82,7 +87,7 @@ class Row:
                 self.num_requests, self.input_len, self.output_len, self.framework, self.concurrency, self.dataset,
                 self.input_len_std, self.output_len_std, self.engine, self.engine_version, self.max_num_seqs,
                 self.max_num_batched_tokens, self.gpu_memory_utilization, self.prefix_caching, self.kv_offload,
-                self.speculative)
+                self.speculative, self.attention_dp)
 
 
 @dataclass
@@ -175,7 +180,7 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
                   max_num_batched_tokens=_opt_int(raw, "max_num_batched_tokens"),
                   gpu_memory_utilization=_opt_float(raw, "gpu_memory_utilization"),
                   prefix_caching=_opt_flag(raw, "prefix_caching"), kv_offload=_opt_flag(raw, "kv_offload"),
-                  speculative=_opt_str(raw, "speculative"))
+                  speculative=_opt_str(raw, "speculative"), attention_dp=_opt_flag(raw, "attention_dp"))
         if not row.value > 0:
             raise ValueError(f"value={row.value} must be > 0")
         for name in ("input_len", "output_len"):

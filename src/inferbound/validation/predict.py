@@ -122,8 +122,12 @@ def deployment_for(row: Row, calibration=None, gpu_files=None, default_engine: s
     if row.num_gpus % (row.tp * row.pp):
         raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
     dp = row.num_gpus // (row.tp * row.pp)
-    dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=row.tp, pp=row.pp,
-                          ep=row.ep or 1, dp=dp, nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
+    tp, att_dp = row.tp, bool(row.attention_dp) and row.tp * dp > 1
+    if att_dp:  # the engine's tp_size counts the attention-DP ranks (dataset.py): attention tp 1 over them all
+        tp, dp = 1, row.tp * dp
+    dep = make_deployment(model=row.model, gpu=row.gpu, num_gpus=row.num_gpus, tp=tp, pp=row.pp,
+                          ep=row.ep or 1, dp=dp, attention_dp=att_dp,
+                          nodes=max(1, -(-row.num_gpus // 8)) if row.num_gpus > 8 else 1,
                           weight_dtype=weight, act_dtype=act, kv_dtype=row.kv_dtype, gpu_files=gpu_files,
                           calibration=calibration, engine=row_engine(row) or default_engine,
                           engine_options=row_engine_options(row))
