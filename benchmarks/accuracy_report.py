@@ -94,6 +94,24 @@ def read_oof() -> dict:
                                            float(r["e_source"]) if r["e_source"] else None) for r in csv.DictReader(f)}
 
 
+def write_bands(cal, fit_rows) -> None:
+    """The calibration's bands from the cross-validated residuals of cv_oof.csv (calibration/bands.py
+    ``bands_from``, as `inferbound calibrate` computes them); the serving keys (in-sample, one fitted
+    scalar) are kept. Writes the packaged data/calibration.yaml."""
+    from inferbound.calibration.bands import bands_from
+    oof = read_oof()
+    missing = [r.case for r in fit_rows if (r.case, r.metric) not in oof]
+    if missing:
+        raise SystemExit(f"cv_oof.csv lacks {len(missing)} fitted rows (e.g. {missing[0]}): run --cv first")
+    e_g = np.array([np.nan if oof[(r.case, r.metric)][0] is None else oof[(r.case, r.metric)][0] for r in fit_rows])
+    e_s = np.array([np.nan if oof[(r.case, r.metric)][1] is None else oof[(r.case, r.metric)][1] for r in fit_rows])
+    serving = {k: v for k, v in cal.bands.items() if k.startswith("serving/")}
+    cal.bands = {**bands_from(fit_rows, {"gpu": e_g, "source": e_s}, []), **serving}
+    out = ROOT / "src" / "inferbound" / "data" / "calibration.yaml"
+    cal.save(out)
+    print(f"wrote the bands of {out.name} from {OOF.name}")
+
+
 def oof_bands(cal, preds, fitted_bands):
     """Bands the held-out fits would print: the shipped band of the row, divided by the widening that no
     longer applies... i.e. (base band) x gpu widening for GPU folds, x engine widening for source folds
@@ -126,12 +144,17 @@ def main() -> None:
     ap.add_argument("--calibration", default="default")
     ap.add_argument("--cv", action="store_true", help="recompute the cross-validated residuals (slow)")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--write-bands", action="store_true",
+                    help="recompute the packaged calibration's bands from cv_oof.csv (what `inferbound calibrate` "
+                         "does after its own cross-validation) and write them to data/calibration.yaml")
     a = ap.parse_args()
     cal = resolve(a.calibration)
     rows, bad = read_csv(a.csv)
     fit_rows = [r for r in rows if r.scenario in FIT_SCENARIOS]
     if a.cv:
         refresh_oof(cal, fit_rows)
+    if a.write_bands:
+        write_bands(cal, fit_rows)
     preds = predict_rows(rows, calibration=cal if cal is not None else "none")
     bands = row_bands(preds, cal)
     none = predict_rows(rows, calibration="none")
