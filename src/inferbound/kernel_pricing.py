@@ -295,7 +295,13 @@ def attention_time(pr: KernelPricer, pd: dict, pp: dict, a: dict, dec_pairs, pre
                    att_dtype: str, xp):
     """(t_compute, t_memory, compute s, memory s, overhead s) of one attention op (loadattention.py), in the
     namespace ``xp`` (np for arrays, loadattention.SCALAR for floats)."""
-    dec, q, past = LA.split_load(dec_pairs, pre_pairs, cached, tokens, sampled, xp)
+    return attention_of(attention_consts(pr, pd, pp, a, att_dtype), dec_pairs, pre_pairs, cached, tokens, sampled, xp)
+
+
+def attention_consts(pr: KernelPricer, pd: dict, pp: dict, a: dict, att_dtype: str) -> tuple:
+    """What :func:`attention_of` needs of one attention op besides its load: the decode and prefill kernels'
+    constant arguments (curve, peak, bandwidth, heads, head dims, cache bytes) and the calibration factor.
+    The simulator binds them once per op (stepmodel.StepModel._scalar_tables)."""
     h, hk = a["heads"], a["kv_heads"]
     (dq_d, dv_d), (dq_p, dv_p) = a["d_dec"], a["d_pre"]
     if a["mla"]:  # the measured MLA kernels' geometry; prefill expanded (every head its K and V)
@@ -304,16 +310,30 @@ def attention_time(pr: KernelPricer, pd: dict, pp: dict, a: dict, dec_pairs, pre
     else:
         hk_p = hk
     kv_elem = 1.0 if a["kv_dtype"] in ("fp8", "int8") else (0.5 if a["kv_dtype"] == "fp4" else 2.0)
-    none = (0.0, 0.0, 0.0, 0.0)
+    dec = (pd, pr.peak("bf16"), pr.bw, h, hk, dq_d, dv_d, a["token_bytes"], a["mla"])
+    pre = (pp, pr.peak("fp8" if att_dtype == "fp8" else "bf16"), pr.bw, pr.curves.sm_count, h, hk_p, dq_p, dv_p,
+           a["token_bytes"], kv_elem, pr.spread)
+    return dec, pre, pr.factors["attention"]
+
+
+_NONE = (0.0, 0.0, 0.0, 0.0)
+
+
+def attention_of(consts: tuple, dec_pairs, pre_pairs, cached, tokens, sampled, xp):
+    """attention_time of an op whose constants are ``consts`` (attention_consts)."""
+    (pd, peak_d, bw, h, hk, dq_d, dv_d, tb, mla), (pp, peak_p, bw_p, sms, h_p, hk_p, dq_p, dv_p, tb_p, kv_elem,
+                                                   spread), f = consts
+    dec, q, past = LA.split_load(dec_pairs, pre_pairs, cached, tokens, sampled, xp)
     scalar = xp is LA.SCALAR  # plain floats: a part without work is skipped, not computed and masked
-    d = none if scalar and dec_pairs <= 0 else \
-        LA.decode_part(pd, pr.peak("bf16"), pr.bw, h, hk, dq_d, dv_d, a["token_bytes"], dec_pairs, dec, a["mla"], xp)
-    p = none if scalar and pre_pairs <= 0 else \
-        LA.prefill_part(pp, pr.peak("fp8" if att_dtype == "fp8" else "bf16"), pr.bw, pr.curves.sm_count, h, hk_p,
-                        dq_p, dv_p, a["token_bytes"], kv_elem, pre_pairs, q, past, xp, pr.spread)
-    f = pr.factors["attention"]
+    d = _NONE if scalar and dec_pairs <= 0 else \
+        LA.decode_part(pd, peak_d, bw, h, hk, dq_d, dv_d, tb, dec_pairs, dec, mla, xp)
+    p = _NONE if scalar and pre_pairs <= 0 else \
+        LA.prefill_part(pp, peak_p, bw_p, sms, h_p, hk_p, dq_p, dv_p, tb_p, kv_elem, pre_pairs, q, past, xp, spread)
     comp = mem = rep_c = rep_m = 0.0
-    for t_c, t_m, kern in (d[:3], p[:3]):
+    for part in (d, p):
+        if part is _NONE:  # adds nothing
+            continue
+        t_c, t_m, kern = part[0], part[1], part[2]
         cb = t_c >= t_m
         comp, mem = comp + xp.where(cb, kern, 0.0), mem + xp.where(cb, 0.0, kern)
         rep_c, rep_m = rep_c + xp.where(cb, kern, t_c), rep_m + xp.where(cb, t_m, kern)

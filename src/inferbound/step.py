@@ -99,24 +99,32 @@ def of_sequences(m: ModelSpec, decode_ctx, chunk_past=(), chunk_new=(), sampled=
     operators.sequence_attention), so they are summed once. ``kinds``: attention_kinds(m), if known.
     """
     dec = np.asarray(decode_ctx, dtype=float)
-    n_chunks = len(chunk_new)
-    if n_chunks:
-        past, new = np.asarray(chunk_past, dtype=float), np.asarray(chunk_new, dtype=float)
-    att = {}
-    for kind in kinds or attention_kinds(m):
-        d = float(kind_reads(kind, dec + 1.0).sum()) if dec.size else 0.0
-        if n_chunks:
-            p_pairs, p_cached = sequence_attention(kind, past, new)
-            att[kind] = (d, float(p_pairs.sum()), d + float(p_cached.sum()))
-        else:
-            att[kind] = (d, 0.0, d)
-    seqs = float(dec.size + n_chunks)
-    tokens = float(dec.size + (new.sum() if n_chunks else 0.0))
+    att, tokens = sequence_sums(dec, chunk_past, chunk_new, kinds or attention_kinds(m))
+    seqs = float(dec.size + len(chunk_new))
     groups = ()
     if m.ssm is not None:  # decodes all have history; each chunk its own (new, past)
         groups = ((float(dec.size), 1.0, 1.0),) + tuple((1.0, float(n), float(p)) for p, n in
                                                         zip(chunk_past, chunk_new))
     return StepLoad(tokens, seqs if sampled is None else float(sampled), seqs, att, groups)
+
+
+def sequence_sums(dec: np.ndarray, chunk_past, chunk_new, kinds) -> tuple[dict, float]:
+    """({kind: (decode pairs, prefill pairs, cached tokens read)}, new tokens) of :func:`of_sequences`:
+    decodes at the contexts ``dec`` (a float array) and chunks (``chunk_past[j]``, ``chunk_new[j]``).
+    Every term is a whole number, so the sums are exact in any order (no rounding below 2^53)."""
+    n_chunks = len(chunk_new)
+    if n_chunks:
+        past, new = np.asarray(chunk_past, dtype=float), np.asarray(chunk_new, dtype=float)
+    after = dec + 1.0 if dec.size else None  # a decode's length once it adds its token
+    att = {}
+    for kind in kinds:
+        d = float(np.add.reduce(kind_reads(kind, after))) if dec.size else 0.0
+        if n_chunks:
+            p_pairs, p_cached = sequence_attention(kind, past, new)
+            att[kind] = (d, float(p_pairs.sum()), d + float(p_cached.sum()))
+        else:
+            att[kind] = (d, 0.0, d)
+    return att, float(dec.size + (new.sum() if n_chunks else 0.0))
 
 
 @lru_cache(maxsize=256)

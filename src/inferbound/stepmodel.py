@@ -14,8 +14,10 @@ a number tabulates that many points (dense up to 64, geometric above) and interp
 (max-throughput sweeps; < 0.5 % from the exact step, see tests). :meth:`price` returns the full
 :class:`~inferbound.roofline.StepCost` (split, bound); :meth:`uniform` prices arrays of steady-state
 steps; :meth:`step` is the simulator's scalar path: the same tables and the same attention operator
-(its FLOPs and bytes are linear in the load, so they are read off it once) priced by the operator's
-own :class:`~inferbound.roofline.Roof`; its parity with :func:`step.price` is tested.
+(its FLOPs and bytes are linear in the load, so they are read off it once) priced by its kernel curves
+(``kernel_pricing.attention_of`` on floats, constants bound once) or the operator's own
+:class:`~inferbound.roofline.Roof`, the load's sums from ``step.sequence_sums`` (what of_sequences sums);
+its parity with :func:`step.price` and with :meth:`price` (tests/test_sim_fast_paths.py) is tested.
 """
 from __future__ import annotations
 
@@ -26,10 +28,10 @@ import numpy as np
 from .deployment import Deployment
 from .energy import power_w, scalar_power
 from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of, mixer_ops
-from .kernel_pricing import attention_time
+from .kernel_pricing import attention_consts, attention_of
 from .kernels.loadattention import SCALAR
 from .roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
-from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, stages_of, uniform
+from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, sequence_sums, stages_of, uniform
 
 
 class _Table:
@@ -270,7 +272,8 @@ class StepModel:
         """Python lists of the tables (busy, communication, overhead, FLOPs, bytes) and, per stage and
         layer group, the attention operator's coefficients: (kind, count, FLOPs per decode pair, per
         prefill pair, bytes per cached token, per new token) read off operators.attention_op, and its
-        pricing: the kernel curves (kernel_pricing.attention_time on floats) or the operator's Roof."""
+        pricing: the kernel curves' constants (kernel_pricing.attention_consts, priced by attention_of on
+        floats) or None (the operator's Roof)."""
         dep = self.dep
         m, dt, par = dep.model, dep.dtypes, dep.par
 
@@ -296,46 +299,52 @@ class StepModel:
                 curve = kp.attention_curves(o1.shape, att_dt) if kp is not None else None
                 coef.append((kind_of(grp), grp.count, float(np.asarray(o1.flops)), float(np.asarray(op(pre=1.0).flops)),
                              float(np.asarray(op(cached=1.0).bytes)), float(np.asarray(op(tokens=1.0).bytes)),
-                             None if curve is None else (*curve, o1.shape["attention"])))
+                             None if curve is None else attention_consts(kp, *curve, o1.shape["attention"], att_dt)))
             self._att.append(coef)
         self._power = scalar_power(dep.gpu, dep.compute_dtype)
         self._kinds = attention_kinds(m)
         self._o_step = dep.gpu.efficiency.step_overhead_s
         self._overlap = par.comm_overlap
-        self._scalar = True
+        self._groups = float(par.attention_groups)
+        # the general path: scans need the sequences; grid tables price their curve ops at T
+        self._scalar = self.pp == 1 and m.ssm is None and self.exact
 
     def step(self, dec_ctx, chunks=(), mode: str = "stream") -> tuple[float, float]:
         """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``
         ((past, new) pairs); ``mode`` as step.combine (the simulator passes ``isolated`` after idle)."""
         dec = np.asarray(dec_ctx, dtype=float)
         n_dec = dec.size
-        tokens = n_dec + sum(n for _, n in chunks)
+        tokens = n_dec
+        for _, n in chunks:
+            tokens += n
         if tokens > self.max_tokens:
             raise ValueError(f"step of {tokens} tokens exceeds the tabulated max_tokens={self.max_tokens}")
         if self._scalar is None:
             self._scalar_tables()
-        load = of_sequences(self.dep.model, dec, [p for p, _ in chunks], [n for _, n in chunks], kinds=self._kinds)
-        if self.pp > 1 or self.dep.model.ssm is not None or not self.exact:  # the general path (scans need the
-            # sequences; grid tables price their curve ops at T)
-            cost = self.price(load, mode)
+        past, new = ([p for p, _ in chunks], [n for _, n in chunks]) if chunks else ((), ())
+        if not self._scalar:
+            cost = self.price(of_sequences(self.dep.model, dec, past, new, kinds=self._kinds), mode)
             t = float(cost.time)
             return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
+        att, _ = sequence_sums(dec, past, new, self._kinds)
         seqs = n_dec + len(chunks)
         b, h = self._body_l[0], self._head_l
-        busy, comm, over, flops, moved = (b[k][tokens] + h[k][seqs] for k in range(5))
-        r = self._roof
-        g = self.dep.par.attention_groups
-        for kind, count, f_dec, f_pre, b_cached, b_tok, curve in self._att[0]:
-            dp, pp_, cached = load.attention[kind]
+        busy = b[0][tokens] + h[0][seqs]
+        comm = b[1][tokens] + h[1][seqs]
+        over = b[2][tokens] + h[2][seqs]
+        flops = b[3][tokens] + h[3][seqs]
+        moved = b[4][tokens] + h[4][seqs]
+        g = self._groups
+        for kind, count, f_dec, f_pre, b_cached, b_tok, consts in self._att[0]:
+            dp, pp_, cached = att[kind]
             f, by = f_dec * dp + f_pre * pp_, b_cached * cached + b_tok * tokens
-            if curve is None:
+            if consts is None:
+                r = self._roof
                 t_op = r.time(f, by)
                 busy += (t_op - r.overhead) * count
                 over += r.overhead * count
             else:
-                pd, pq, a = curve
-                _, _, c_s, m_s, o_s = attention_time(self._kernels, pd, pq, a, dp / g, pp_ / g, cached / g,
-                                                     tokens / g, seqs / g, self._att_dt, SCALAR)
+                _, _, c_s, m_s, o_s = attention_of(consts, dp / g, pp_ / g, cached / g, tokens / g, seqs / g, SCALAR)
                 busy += (c_s + m_s) * count
                 over += o_s * count
             flops += f * count

@@ -27,24 +27,17 @@ The formulas are written once over a small namespace ``xp`` so the same code pri
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 
-class _Scalar:
-    """The few numpy functions the forms use, on Python floats."""
-
-    minimum = staticmethod(min)
-    maximum = staticmethod(max)
-    ceil = staticmethod(math.ceil)
-    floor = staticmethod(math.floor)
-
-    @staticmethod
-    def where(c, a, b):
-        return a if c else b
+def _where(c, a, b):
+    return a if c else b
 
 
-SCALAR = _Scalar()
+# The few numpy functions the forms use, on Python floats (plain attributes: the cheapest lookup).
+SCALAR = SimpleNamespace(minimum=min, maximum=max, ceil=math.ceil, floor=math.floor, where=_where)
 
 
 def smooth_max(a, b, q, xp=np):

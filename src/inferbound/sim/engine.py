@@ -175,8 +175,9 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
     t_last = start = source.next_time()
     tick = max(1, n // 200)
     touched: list[Replica] = []
+    nxt = source.next_time()  # only pops and finished requests change it
     while True:
-        t = source.next_time()
+        t = nxt
         if heap and heap[0][0] <= t:
             t = heap[0][0]
         if t == math.inf:
@@ -192,6 +193,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
                 done += len(a)
                 for rid in a:
                     source.finished(rid, t)
+                nxt = source.next_time()
                 for rid, blocks in b:
                     dt = transfer_seconds(dep, link, L.prompt[rid])
                     transfers.append(dt)
@@ -206,12 +208,13 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
                 dst.outstanding += 1
                 touched.append(dst)
             touched.append(rep)
-        while source.next_time() <= t:
+        while nxt <= t:
             dst = least_loaded(front)
             dst.waiting.append(source.pop())
             dst.outstanding += 1
             touched.append(dst)
             in_sys += 1
+            nxt = source.next_time()
         for rep in touched:
             if not rep.busy:
                 out = rep.start_step(t)

@@ -52,61 +52,11 @@ from collections import deque
 import numpy as np
 
 from ..stepmodel import StepModel
+from .batch import DecodeBatch, Prefilling
 from .blocks import BlockManager, blocks_for
 from .ledger import Ledger
 from .prefix import PrefixCache
 from .stepcost import StepPricer
-
-
-class DecodeBatch:
-    """The decoding sequences of a replica: columns 0..n−1 of named arrays."""
-
-    __slots__ = ("n", "cached", "generated", "target", "blocks", "rid", "admitted", "last_s", "pid", "depth")
-
-    def __init__(self, capacity: int):
-        self.n = 0
-        self.cached = np.zeros(capacity)      # C: tokens in the KV cache
-        self.generated = np.zeros(capacity)   # G: output tokens so far
-        self.target = np.zeros(capacity)      # O: output tokens wanted
-        self.blocks = np.zeros(capacity)      # KV blocks held
-        self.rid = np.zeros(capacity, dtype=np.int64)
-        self.admitted = np.zeros(capacity)    # admission order (preemption picks the newest)
-        self.last_s = np.zeros(capacity)      # time of the sequence's last token
-        self.pid = np.full(capacity, -1, dtype=np.int64)  # prefix it references (sim/prefix.py), -1: none
-        self.depth = np.zeros(capacity)       # prefix blocks it references (not in ``blocks``)
-
-    def add(self, cached, generated, target, blocks, rid, admitted, last_s, pid=-1, depth=0) -> None:
-        j = self.n
-        self.cached[j], self.generated[j], self.target[j], self.blocks[j] = cached, generated, target, blocks
-        self.rid[j], self.admitted[j], self.last_s[j] = rid, admitted, last_s
-        self.pid[j], self.depth[j] = pid, depth
-        self.n += 1
-
-    def remove(self, j: int) -> None:
-        """Drop column j (the last column moves into the hole)."""
-        self.n -= 1
-        k = self.n
-        for name in self.__slots__[1:]:
-            a = getattr(self, name)
-            a[j] = a[k]
-
-    def keep(self, mask: np.ndarray) -> None:
-        """Keep the columns where ``mask`` (over 0..n−1) is true, in order."""
-        m = int(np.count_nonzero(mask))
-        for name in self.__slots__[1:]:
-            a = getattr(self, name)
-            a[:m] = a[:self.n][mask]
-        self.n = m
-
-
-class Prefilling:
-    """A sequence whose prompt (or recomputation) is being prefilled in chunks."""
-
-    __slots__ = ("rid", "cached", "total", "blocks", "admitted", "pid", "depth")
-
-    def __init__(self, rid: int, cached: int, total: int, blocks: int, admitted: int, pid: int = -1, depth: int = 0):
-        self.rid, self.cached, self.total, self.blocks, self.admitted = rid, cached, total, blocks, admitted
-        self.pid, self.depth = pid, depth  # prefix referenced to ``depth`` blocks (not in ``blocks``)
 
 
 class Replica:
@@ -210,10 +160,11 @@ class Replica:
 
     def _decode_need(self) -> np.ndarray:
         """Blocks each decoding sequence must add for this step's C + k + 1 tokens (beyond what it holds)."""
-        d, bs = self.dec, self.pool.block_size
-        n = d.n
-        want = np.ceil((d.cached[:n] + 1 + self.k) / bs)
-        return np.maximum(want - d.blocks[:n] - d.depth[:n], 0.0)
+        d, n = self.dec, self.dec.n
+        want = np.ceil((d.cached[:n] + (1 + self.k)) / self.pool.block_size)
+        want -= d.blocks[:n]
+        want -= d.depth[:n]
+        return np.maximum(want, 0.0, out=want)
 
     # -- one step ----------------------------------------------------------------------------------
     def start_step(self, t: float):
@@ -229,15 +180,16 @@ class Replica:
         # (1) decodes (their blocks were taken at admission under reserve_full)
         if d.n and not self.reserve_full and not prefill_only:
             need = self._decode_need()
-            k = int(need.sum())
+            k = int(np.add.reduce(need))
             while not self._room(k):
                 kind, j = self._newest()
                 extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
                 preempted = True
                 need = self._decode_need()
-                k = int(need.sum())
-            pool.allocate(k)
-            d.blocks[:d.n] += need
+                k = int(np.add.reduce(need))
+            if k:
+                pool.allocate(k)
+                d.blocks[:d.n] += need
         n_dec = 0 if prefill_only else d.n
         left = self.budget - n_dec * (self.k + 1)
         # (2) continuing prefills
@@ -322,17 +274,24 @@ class Replica:
         if not n:
             return []
         d = self.dec
-        gained = np.minimum(self.pricer.produced(n), d.target[:n] - d.generated[:n])
-        d.cached[:n] += gained
-        d.generated[:n] += gained
+        if self.k:
+            gained = np.minimum(self.pricer.produced(n), d.target[:n] - d.generated[:n])
+        else:  # one token each: every decoding sequence has at least one to go (finished ones leave below)
+            gained = 1.0
+        d.cg[:, :n] += gained  # cached and generated
         self.L.record_gaps(end, d.last_s[:n], start)
         if self.k:
             self.L.record_same_time(int(gained.sum()) - n)
             self.L.verify_passes += n
             self.L.verify_tokens += int(gained.sum())
         d.last_s[:n] = end
+        if not self.k:  # each gained one token: none finished while the bound on what is left stays > 0
+            d.due -= 1.0
+            if d.due > 0:
+                return []
         fin = d.generated[:n] >= d.target[:n]
         if not fin.any():
+            d.due = d.to_go()
             return []
         rids = d.rid[:n][fin].tolist()
         self.pool.release(int(d.blocks[:n][fin].sum()))
@@ -340,6 +299,7 @@ class Replica:
             for pid, depth in zip(d.pid[:n][fin].tolist(), d.depth[:n][fin].tolist()):
                 self._release_prefix(pid, depth, end)
         d.keep(~fin)
+        d.due = d.to_go()
         for rid in rids:
             self.L.generated[rid] = self.L.output[rid]
             self.L.finish_s[rid] = end

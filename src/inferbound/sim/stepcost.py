@@ -34,6 +34,8 @@ class StepPricer:
         self.overlap = float(cfg.host_overlap)
         self.rng = np.random.default_rng(cfg.seed)
         self.a = 0.0 if self.spec is None else float(self.spec.acceptance)
+        if self.spec is None:  # nothing to add: the step model's own price (one call less per step)
+            self.price = sm.step
 
     def price(self, dec_ctx, chunks, mode: str) -> tuple[float, float]:
         """(seconds, watts per GPU) of a step of decodes at ``dec_ctx`` and prefill ``chunks``."""
