@@ -24,7 +24,7 @@ every decode step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -61,15 +61,21 @@ class Estimate:
     features: dict = field(default_factory=dict)  # speculative / prefix / kv_offload figures (docs/features/)
 
     # -- details, computed when asked (the CLI table and to_dict ask; bulk validation does not) ----------
-    @property
+    @cached_property
     def _mid_context(self) -> float:
         ctx = decode_contexts(self.input_len, self.output_len)
         return float(ctx[len(ctx) // 2])
 
     @cached_property
+    def _extra_steps(self) -> tuple:
+        """(decode time without a KV cache, the decode cost of the first batch grid of the compute-bound
+        search at the mid context with the slice of its elements): see :func:`extra_steps`."""
+        return extra_steps(self.deployment, self.batch, self.input_len, self.output_len, self._mid_context)
+
+    @cached_property
     def decode_compute_bound_batch(self) -> int | None:
         """Smallest decode batch at the mid context whose whole step is mostly compute."""
-        return compute_bound_batch(self.deployment, self._mid_context)
+        return compute_bound_batch(self.deployment, self._mid_context, first=self._extra_steps[1])
 
     @cached_property
     def decode_gemm_compute_bound_batch(self) -> int | None:
@@ -77,13 +83,14 @@ class Estimate:
         so one figure per deployment, kept on it)."""
         dep = self.deployment
         if "_gemm_compute_bound_batch" not in dep.__dict__:
-            dep.__dict__["_gemm_compute_bound_batch"] = compute_bound_batch(dep, self._mid_context, gemm_only=True)
+            dep.__dict__["_gemm_compute_bound_batch"] = compute_bound_batch(dep, self._mid_context, gemm_only=True,
+                                                                            first=self._extra_steps[1])
         return dep.__dict__["_gemm_compute_bound_batch"]
 
     @cached_property
     def decode_without_kv_cache_s(self) -> float:
         """Decode time if every step recomputed its whole prefix (no KV cache)."""
-        return no_kv_cache_decode_time(self.deployment, self.batch, self.input_len, self.output_len)
+        return self._extra_steps[0]
 
     @cached_property
     def max_batch_at_context(self) -> int:
@@ -152,42 +159,93 @@ def decode_contexts(input_len: int, output_len: int) -> np.ndarray:
     return input_len + (np.arange(32) + 0.5) * (n / 32) - 0.5
 
 
+@lru_cache(maxsize=64)
+def _no_kv_steps(output_len: int) -> np.ndarray:
+    """The decode steps j (1 <= j <= N − 1) at which :func:`no_kv_cache_decode_time` prices the prefix
+    (read-only, kept)."""
+    n = output_len - 1
+    j = np.unique(np.linspace(1, n, min(n, 64)).round())
+    j.flags.writeable = False
+    return j
+
+
+def _no_kv_total(prefill_times, output_len: int) -> float:
+    """(N − 1)·mean of the prefix prefills at :func:`_no_kv_steps`."""
+    return float(np.mean(np.asarray(prefill_times)) * (output_len - 1))
+
+
 def no_kv_cache_decode_time(dep: Deployment, batch, input_len: int, output_len: int) -> float:
     """Decode time without a KV cache: step j recomputes the whole prefix of S + j tokens.
 
     Σ_{j=1}^{N-1} t_prefill(B, S + j): quadratic in N (the seed's O(N²)), against the linear sum with
     a cache. Evaluated at up to 64 evenly spaced steps and scaled.
     """
-    n = output_len - 1
-    if n <= 0:
+    if output_len - 1 <= 0:
         return 0.0
-    j = np.unique(np.linspace(1, n, min(n, 64)).round())
-    return float(np.mean(np.asarray(step.prefill(dep, batch, input_len + j).time)) * n)
+    return _no_kv_total(step.prefill(dep, batch, input_len + _no_kv_steps(output_len)).time, output_len)
 
 
-def _compute_shares(dep: Deployment, batches, context) -> dict:
-    """{whole step, GEMMs only: (compute seconds, memory seconds)} of decode steps at each batch."""
-    cost = step.decode(dep, batches, context)
-    whole = (np.asarray(cost.split["compute"]),
-             np.asarray(cost.split["weights"] + cost.split["kv"] + cost.split["activations"]))
+@lru_cache(maxsize=8)
+def _first_grid(limit: int) -> np.ndarray:
+    """The geometric grid of 48 batches that :func:`compute_bound_batch` starts from (read-only, kept)."""
+    grid = np.unique(np.round(np.geomspace(1, limit, 48)))
+    grid.flags.writeable = False
+    return grid
+
+
+def extra_steps(dep: Deployment, batch, input_len: int, output_len: int, context, limit: int = 1 << 16):
+    """(:func:`no_kv_cache_decode_time`, (decode cost at the first grid of :func:`compute_bound_batch`,
+    the slice of its elements)) of a static batch, priced together.
+
+    A load's array elements are independent steps of the step contract, so the prefix prefills
+    (``batch`` prompts of S + j tokens) and the grid's decode steps (g sequences at ``context``) are one
+    load of ``uniform`` (a prefill element decodes no sequence, a decode element prefills none) priced
+    in one call. With pipeline stages a prefill is an isolated step and a decode a step in a stream
+    (step.combine), so they are priced apart there.
+    """
+    grid = _first_grid(limit)
+    if output_len - 1 <= 0 or dep.par.pp > 1:
+        no_kv = no_kv_cache_decode_time(dep, batch, input_len, output_len)
+        return no_kv, (step.decode(dep, grid, context), slice(None))
+    j = _no_kv_steps(output_len)
+    zj, zg = np.zeros(j.size), np.zeros(grid.size)
+    load = step.uniform(dep.model, decode=np.concatenate([zj, grid]),
+                        context=np.concatenate([zj, np.full(grid.size, float(context))]),
+                        prompts=np.concatenate([np.full(j.size, float(batch)), zg]),
+                        new=np.concatenate([input_len + j, zg]))
+    cost = step.price(dep, load, "stream")
+    return _no_kv_total(np.asarray(cost.time)[:j.size], output_len), (cost, slice(j.size, None))
+
+
+def _compute_shares(cost, part=slice(None)) -> dict:
+    """{whole step, GEMMs only: (compute seconds, memory seconds)} of priced decode steps (elements
+    ``part``)."""
+    shape = np.shape(cost.time)
+    whole = (cost.split["compute"], cost.split["weights"] + cost.split["kv"] + cost.split["activations"])
     gemms = [p for p in cost.ops if p.op.kind == "gemm"]
     only = (sum(np.where(p.compute_bound, p.t_compute, 0.0) * p.op.count for p in gemms),
             sum(np.where(p.compute_bound, 0.0, p.t_memory) * p.op.count for p in gemms))
-    return {False: whole, True: only}
+    return {k: tuple(np.broadcast_to(np.asarray(x), shape)[part] for x in v) for k, v in ((False, whole), (True, only))}
 
 
-def compute_bound_batch(dep: Deployment, context, gemm_only: bool = False, limit: int = 1 << 16) -> int | None:
+def compute_bound_batch(dep: Deployment, context, gemm_only: bool = False, limit: int = 1 << 16,
+                        first=None) -> int | None:
     """Smallest decode batch at ``context`` whose step time is mostly compute, None if none up to ``limit``.
 
     With ``gemm_only`` only the weight matmuls are compared (attention's KV reads grow with the batch
     too, so a whole step at long context may never turn compute-bound). The compute share grows with
     the batch, so the first batch where compute >= memory is bracketed on a geometric grid of 48
     batches, then found by pricing at most 64 evenly spaced batches in the bracket until it is exact.
+    ``first``: (cost, slice) of the first grid's decode steps, when already priced (:func:`extra_steps`).
     """
     lo, hi = 0, int(limit)
-    grid = np.unique(np.round(np.geomspace(1, limit, 48)))
+    grid = _first_grid(limit)
     while True:
-        comp, mem = _compute_shares(dep, grid, context)[gemm_only]
+        if first is not None:
+            comp, mem = _compute_shares(*first)[gemm_only]
+            first = None
+        else:
+            comp, mem = _compute_shares(step.decode(dep, grid, context))[gemm_only]
         hit = np.nonzero(comp >= mem)[0]
         if hit.size == 0:
             if hi == limit and lo == 0:
@@ -215,8 +273,8 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
     warnings: list[str] = list(dep.warnings)
-    pre, dec, tau, mem, features = _steps(dep, batch, input_len, output_len)
     ctx = decode_contexts(input_len, output_len)
+    pre, dec, tau, mem, features = _steps(dep, batch, input_len, output_len, ctx)
     ttft = float(pre.time)
     tpot = float(np.mean(dec.time)) / tau
     e2e = ttft + (output_len - 1) * tpot
@@ -240,12 +298,12 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         energy=energy, warnings=warnings, features=features)
 
 
-def _steps(dep: Deployment, batch: int, input_len: int, output_len: int):
-    """(prefill StepCost, decode StepCosts over decode_contexts, τ, MemoryReport, feature figures) of a
-    static batch under the deployment's engine features (module docstring)."""
+def _steps(dep: Deployment, batch: int, input_len: int, output_len: int, ctx=None):
+    """(prefill StepCost, decode StepCosts over decode_contexts (``ctx``, if computed), τ, MemoryReport,
+    feature figures) of a static batch under the deployment's engine features (module docstring)."""
     from . import offload, prefix, speculative
     rt, m = dep.runtime, dep.model
-    ctx = decode_contexts(input_len, output_len)
+    ctx = decode_contexts(input_len, output_len) if ctx is None else ctx
     cached = float(prefix.cached_tokens(rt, max(input_len, 1)))
     features = {}
     if cached:

@@ -20,6 +20,7 @@ import numpy as np
 BOUND_WORDS = {"compute": "compute-bound", "memory": "HBM-bound", "communication": "communication-bound"}
 SPLIT_WORDS = {"compute": "matmul/attention compute", "weights": "weights", "kv": "KV", "activations":
                "activations", "overhead": "launch/step overhead", "bubble": "pipeline bubble"}
+_add = np.add.reduce
 COMM_WORDS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
               "all_to_all": "all-to-all", "p2p": "pipeline sends"}
 
@@ -62,7 +63,10 @@ def phase(cost, label: str, index=None) -> Phase:
         if isinstance(v, float):
             return v
         a = np.asarray(v, dtype=float)
-        return float(a if a.ndim == 0 else a.mean() if index is None else a[index])
+        if a.ndim == 0:
+            return float(a)
+        # the mean as numpy takes it (its pairwise sum over the elements, over their count)
+        return float(_add(a, axis=None)) / a.size if index is None else float(a[index])
     split = {k: x for k, x in ((k, pick(v)) for k, v in cost.split.items()) if x > 0}
     kinds = {k: x for k, x in ((k, pick(v)) for k, v in cost.comm_kinds.items()) if x > 0}
     time = pick(cost.time)

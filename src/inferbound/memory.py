@@ -20,7 +20,7 @@ Functions over a deployment take it whole; the arithmetic of the model under a l
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -85,7 +85,7 @@ def kv_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, context)
     seqs = np.asarray(batch, dtype=float) / par.attention_groups
     per_stage = []
     for groups in _stages(m, par):
-        stage = m.model_copy(update={"layers": tuple(groups)})
+        stage = m if par.pp == 1 else m.model_copy(update={"layers": tuple(groups)})  # one stage: the model
         kv = kv_bytes_for_context(stage, context, dt.kv_dtype) / kv_shard(m, par)
         per_stage.append(kv + state_bytes_per_sequence(stage, dt.high_precision) / par.tp)
     heaviest = per_stage[0] if len(per_stage) == 1 else np.max(np.stack(np.broadcast_arrays(*per_stage)), axis=0)
@@ -152,7 +152,8 @@ class MemoryReport:
                 f"{self.capacity / 1e9:.0f} GB")
 
     def to_dict(self) -> dict:
-        d = {k: float(v) if np.ndim(v) == 0 else np.asarray(v).tolist() for k, v in asdict(self).items()}
+        d = {k: float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()
+             for k, v in ((f.name, getattr(self, f.name)) for f in fields(self))}
         d.update(total=float(np.asarray(self.total).max()), fits=bool(np.all(self.fits)), units="bytes",
                  reason=self.reason)
         return d

@@ -111,7 +111,18 @@ def _vendor(gpu_id: str) -> str:
 
 
 def widening(cal, dep) -> tuple[float, list[str]]:
-    """(multiplier, reasons) of the ways ``dep`` extrapolates beyond the calibration's fit (docstring)."""
+    """(multiplier, reasons) of the ways ``dep`` extrapolates beyond the calibration's fit (docstring).
+    Kept on the deployment for the last calibration asked (a deployment and a calibration do not change)."""
+    memo = getattr(dep, "__dict__", {}).get("_band_widening")
+    if memo is not None and memo[0] is cal:
+        return memo[1][0], list(memo[1][1])
+    out = _widening(cal, dep)
+    if hasattr(dep, "__dict__"):
+        dep.__dict__["_band_widening"] = (cal, out)
+    return out[0], list(out[1])
+
+
+def _widening(cal, dep) -> tuple[float, list[str]]:
     from ..kernels import curves_for
     b = cal.bands or {}
     ext = b.get("extrapolation") or {}
