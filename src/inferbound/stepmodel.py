@@ -51,8 +51,9 @@ class _Table:
         else:
             g = self.grid
             x = np.asarray(x, dtype=float)
-            i = np.clip(np.searchsorted(g, x, side="right") - 1, 0, g.size - 2)
-            f = np.clip((x - g[i]) / (g[i + 1] - g[i]), 0.0, 1.0)
+            # np.clip, without its Python dispatch (the same values; NaN propagates alike)
+            i = np.minimum(np.maximum(np.searchsorted(g, x, side="right") - 1, 0), g.size - 2)
+            f = np.minimum(np.maximum((x - g[i]) / (g[i + 1] - g[i]), 0.0), 1.0)
             col = self.rows[:, i] * (1.0 - f) + self.rows[:, i + 1] * f
         n = len(SPLIT_KEYS)
         return Work({k: col[j] for j, k in enumerate(SPLIT_KEYS)},

@@ -69,10 +69,30 @@ def soft_ceil(x, spread: float):
     if spread <= 0:
         return np.ceil(x)
     lo, hi = x * (1.0 - spread), x * (1.0 + spread)
-    n_lo, n_hi = np.floor(lo), np.floor(hi)
     width = hi - lo
-    num = (n_hi + 1.0) * (hi - 0.5 * n_hi) - (n_lo + 1.0) * (lo - 0.5 * n_lo)
-    return np.where(width > 1e-12, num / np.where(width > 1e-12, width, 1.0), np.ceil(x))
+    if x.ndim == 0:
+        n_lo, n_hi = np.floor(lo), np.floor(hi)
+        num = (n_hi + 1.0) * (hi - 0.5 * n_hi) - (n_lo + 1.0) * (lo - 0.5 * n_lo)
+        return num / width if width > 1e-12 else np.ceil(x)
+    # arrays (a fine-grid table: tiles x GEMMs x token counts): the same operations, in place
+    n = np.floor(hi)
+    a = np.multiply(0.5, n)
+    np.subtract(hi, a, out=a)
+    n += 1.0
+    a *= n                        # (n_hi + 1)(hi − n_hi/2)
+    np.floor(lo, out=n)
+    b = np.multiply(0.5, n, out=hi)
+    np.subtract(lo, b, out=b)
+    n += 1.0
+    b *= n                        # (n_lo + 1)(lo − n_lo/2)
+    a -= b
+    ok = width > 1e-12
+    if ok.all():
+        return np.divide(a, width, out=a)
+    np.divide(a, width, out=a, where=ok)
+    bad = ~ok
+    a[bad] = np.ceil(x[bad])
+    return a
 
 
 def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: float = 0.0):
@@ -92,12 +112,27 @@ def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: floa
     if p.get("k_min") is None:
         s = 1.0
     else:
-        s = np.clip(np.floor(sms / np.maximum(tiles, 1.0)), 1.0, np.maximum(1.0, np.floor(k / p["k_min"])))
-    waves = soft_ceil(tiles * s / sms, spread)
+        s = np.maximum(tiles, 1.0)
+        np.divide(sms, s, out=s)
+        np.floor(s, out=s)
+        s = _inplace(np.clip, s, 1.0, np.maximum(1.0, np.floor(k / p["k_min"])))
+    waves = soft_ceil(_inplace(np.divide, tiles * s, sms), spread)
     feed = np.minimum(1.0, (tm * tn / (tm + tn)) / p["tile_r"])
     per_sm = peak * p["e_c"] * feed / sms
-    t = waves * 2.0 * tm * tn * (np.ceil(k / s) + p["k_fill"]) / per_sm
-    return t.min(axis=0)
+    fill = np.ceil(k / s)
+    fill += p["k_fill"]
+    # t = waves·2·tm·tn·(⌈K/s⌉ + k_fill)/per_sm, left to right, in place (the same roundings)
+    for f, b in ((np.multiply, 2.0), (np.multiply, tm), (np.multiply, tn), (np.multiply, fill), (np.divide, per_sm)):
+        waves = _inplace(f, waves, b)
+    return waves.min(axis=0)
+
+
+def _inplace(f, a, *rest):
+    """f(a, *rest) written into ``a`` where the result has a's shape (no temporary), else a new array."""
+    if np.broadcast_shapes(np.shape(a), *(np.shape(r) for r in rest)) == np.shape(a) and isinstance(a, np.ndarray) \
+            and a.flags.writeable:
+        return f(a, *rest, out=a)
+    return f(a, *rest)
 
 
 def _bytes(p: dict, m, n, k, groups):
