@@ -368,3 +368,18 @@ def test_cli_simulate_errors_one_line(args, word):
     assert r.exit_code == 2, r.output
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and word in lines[0], r.stderr
+
+
+def test_prefill_swapped_out_one_token_short_is_not_a_resumed_decode(dep8b):
+    """A prompt swapped out with all but one of its tokens cached (total - cached = 1) looks like a
+    resumed decode by its counts; it has emitted no token yet, so it must prefill its last token and emit
+    its first token then, not enter the decode batch and record a gap from a first token it never had.
+    The case below (found by the property test above) swaps such a prompt out and back in."""
+    reqs = poisson(math.inf, 25, 40, 30, seed=10000, input_dist="uniform:1:120", output_dist="uniform:1:60")
+    need = max(blocks_for(r.input_len + r.output_len - 1, 16) for r in reqs)
+    r = simulate(dep8b, trace=reqs, num_blocks=need + 8, preemption="swap", max_num_batched_tokens=128,
+                 max_num_seqs=16)
+    L = r.run.ledger
+    assert r.summary["preemptions"] > 0
+    gaps = L.gap_values()
+    assert gaps.size == sum(o - 1 for o in L.output) and np.all(np.isfinite(gaps)) and np.all(gaps > 0)

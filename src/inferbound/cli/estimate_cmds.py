@@ -36,7 +36,6 @@ def strict_exit(o: dict, fits: bool) -> None:
 def estimate(o: dict) -> None:
     from .. import report
     from ..estimate import estimate as run_estimate
-    from ..workloads import max_throughput
     dep = deployment_from(o)
     lengths = _lengths(o)
     if o["scenario"] == "serving":
@@ -44,6 +43,7 @@ def estimate(o: dict) -> None:
     if o["rate"] is not None or o["concurrency"] is not None:
         raise ValueError(f"--rate/--concurrency apply to --scenario serving, not --scenario {o['scenario']}")
     if o["scenario"] == "max-throughput":
+        from ..workloads.max_throughput import max_throughput
         r = max_throughput(dep, input_len=o["input_len"], output_len=o["output_len"], num_requests=o["requests"],
                            lengths=lengths)
         if o["json"]:

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -53,6 +52,7 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
         if json or len(rows) < 50:
             preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file, engine=engine)
         else:
+            from rich.progress import Progress
             with Progress(transient=True, console=console) as prog:
                 task = prog.add_task("predicting", total=1)
                 preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file, engine=engine,
@@ -137,6 +137,7 @@ def calibrate(file: CsvFile,
         rows = [r for r in all_rows if r.scenario in wanted]
         if not rows:
             raise ValueError(f"scenarios={scenarios!r}: no rows of these scenarios in {file}")
+        from rich.progress import Progress
         with Progress(console=console, disable=json) as prog:
             task = prog.add_task("fitting on all rows", total=max_evals)
             cal, report = fit(rows, max_evals=max_evals, progress=lambda d, n: prog.update(task, completed=d))

@@ -236,7 +236,8 @@ class Replica:
                 extra_s += L.host_blocks[rid] * self.swap_s_per_block
                 L.host_blocks[rid] = 0
                 self.admissions += 1
-                if c > 0 and total - c == 1 and not depth:  # resumed decode (swapped in, or KV transferred here)
+                if c > 0 and total - c == 1 and not depth and L.generated[rid] > 0:  # resumed decode (swapped in,
+                    # or KV transferred here); a prefill evicted one token short of its prompt is not one
                     d.add(c, L.generated[rid], L.output[rid], need_b, rid, self.admissions, L.last_s[rid])
                 else:
                     e = Prefilling(rid, c, total, need_b, self.admissions, pid, depth)
