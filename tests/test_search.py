@@ -470,3 +470,19 @@ def test_emitted_commands_name_the_modelled_features_with_the_engines_flags():
     assert "# prefix caching modelled (on by default in vLLM 0.15.1" in text
     assert "# KV offload to host modelled: --kv-offloading-size GIB" in text
     assert "speculative" not in emit_command("vllm", "org/model", known_row())
+
+
+def test_a_search_under_another_engine_in_the_same_process_gets_its_own_tables():
+    """The step-model tables are memoized across searches (the web server runs many); the engine profile
+    prices kernels and host work (kernel_pricing.py), so a TensorRT-LLM search after a vLLM one must equal
+    a TensorRT-LLM search in a fresh cache, row for row."""
+    from inferbound.search import evaluate
+    kw = dict(gpus=["h100_sxm"], max_gpus=2, dtypes=["bf16"], top=5)
+    evaluate.clear_cache()
+    fresh = search("llama-3.1-8b", engine="trtllm", **kw).table
+    evaluate.clear_cache()
+    search("llama-3.1-8b", engine="vllm", **kw)
+    after = search("llama-3.1-8b", engine="trtllm", **kw).table
+    assert [(r.layout, r.concurrency) for r in after] == [(r.layout, r.concurrency) for r in fresh]
+    for a, b in zip(after, fresh):
+        assert a.metrics["tok_s_per_gpu"] == pytest.approx(b.metrics["tok_s_per_gpu"], rel=1e-12)

@@ -113,9 +113,20 @@ _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 2048
 
 
+def _calibration_key(cal) -> tuple | None:
+    """What of a calibration prices a step beyond the GPU figures it sets: the kernel-class factors and
+    the per-engine-profile residuals (calibration/factors.py)."""
+    if cal is None:
+        return None
+    return (cal.source, repr(sorted(cal.kernel_factors.items())), repr(sorted(cal.engines.items())))
+
+
 def step_model(dep: Deployment, max_tokens: int) -> StepModel:
-    """StepModel of ``dep`` (grid of max_throughput), memoized across searches by its full inputs."""
-    key = (dep.model, dep.par, dep.dtypes, dep.compute_dtype, dep.gpu.model_dump_json(), int(max_tokens))
+    """StepModel of ``dep`` (grid of max_throughput), memoized across searches by its full inputs: the
+    engine profile and the calibration price kernels and host work too (kernel_pricing.py), so a search
+    under another engine in the same process (the web server) gets its own tables."""
+    key = (dep.model, dep.par, dep.dtypes, dep.compute_dtype, dep.gpu.model_dump_json(), int(max_tokens),
+           dep.engine, repr(dep.engine_options), _calibration_key(dep.calibration))
     sm = _CACHE.get(key)
     if sm is None:
         sm = StepModel(dep, max_tokens, grid_points=MAX_THROUGHPUT_GRID)
