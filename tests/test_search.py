@@ -486,3 +486,23 @@ def test_a_search_under_another_engine_in_the_same_process_gets_its_own_tables()
     assert [(r.layout, r.concurrency) for r in after] == [(r.layout, r.concurrency) for r in fresh]
     for a, b in zip(after, fresh):
         assert a.metrics["tok_s_per_gpu"] == pytest.approx(b.metrics["tok_s_per_gpu"], rel=1e-12)
+
+
+def test_a_gpu_override_is_not_served_from_another_searchs_tables():
+    """The fine-grid GEMM tables are shared across step models (stepmodel._FINE_CACHE); a --gpu-set
+    override of a peak keeps the GPU's id, so the key must carry the peaks themselves: a search with
+    the fp8 peak set to 1 PFLOP/s after a plain one equals the same search in a fresh cache."""
+    from inferbound import stepmodel
+    from inferbound.search import evaluate
+    kw = dict(gpus=["h100_sxm"], max_gpus=1, dtypes=["fp8"], top=3)
+    slow = {"peak_flops.fp8": 1.0e15}
+    evaluate.clear_cache()
+    stepmodel._FINE_CACHE.clear()
+    fresh = search("llama-3.1-8b", gpu_overrides=slow, **kw).table[0]
+    evaluate.clear_cache()
+    stepmodel._FINE_CACHE.clear()
+    plain = search("llama-3.1-8b", **kw).table[0]
+    evaluate.clear_cache()
+    after = search("llama-3.1-8b", gpu_overrides=slow, **kw).table[0]
+    assert after.metrics["tok_s_per_gpu"] == pytest.approx(fresh.metrics["tok_s_per_gpu"], rel=1e-12)
+    assert plain.metrics["tok_s_per_gpu"] > 1.2 * fresh.metrics["tok_s_per_gpu"]  # the override matters

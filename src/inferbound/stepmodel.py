@@ -119,7 +119,7 @@ class _Exact:
         sh = {k: v for k, v in op.shape.items() if k != "m"}
         if "moe" in sh:
             sh["moe"] = {k: v for k, v in sh["moe"].items() if k != "tokens"}
-        key = (kp.gpu.id, kp.gpu.peak_flops.get("bf16"), kp.bw, kp.engine_key, tuple(sorted(kp.factors.items())),
+        key = (kp.gpu.id, tuple(sorted(kp.gpu.peak_flops.items())), kp.bw, kp.engine_key, tuple(sorted(kp.factors.items())),
                kp.spread, kp.skew, self.cdt, self.att, repr(sorted(sh.items())), c, float(self.fine[-1]))
         hit = _FINE_CACHE.get(key)
         if hit is None:
