@@ -21,3 +21,5 @@ def _isolated_env(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("INFERBOUND_HARDWARE_PATH", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home_empty")))
     monkeypatch.setenv("INFERBOUND_CALIBRATION", "none")
+    # the parsed-data disk cache (datafiles.py) stays out of the user's ~/.cache; its own tests turn it on
+    monkeypatch.setenv("INFERBOUND_NO_DISK_CACHE", "1")

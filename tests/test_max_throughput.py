@@ -407,3 +407,17 @@ def test_vllm_and_trtllm_operating_points_differ():
     assert t.max_num_seqs != p.max_seqs.tiers[0].value == 2048
     assert t.max_num_seqs % 32 == 0 and t.max_num_seqs >= t.decode_batch
     assert (v.concurrency, v.output_tok_s) != (t.concurrency, t.output_tok_s)
+
+
+def test_the_package_name_is_the_function_after_the_submodule_is_imported():
+    """``workloads.max_throughput`` is both a submodule and the function the package exports: importing
+    the submodule must not leave the package attribute pointing at the module (callers write
+    ``from inferbound.workloads import max_throughput``)."""
+    import importlib
+
+    import inferbound
+    import inferbound.workloads as w
+    mod = importlib.import_module("inferbound.workloads.max_throughput")
+    from inferbound.workloads import max_throughput as f
+    assert f is mod.max_throughput and w.max_throughput is mod.max_throughput and callable(f)
+    assert inferbound.max_throughput is mod.max_throughput

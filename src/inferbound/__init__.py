@@ -25,7 +25,10 @@ _EXPORTS = {
     "Dtypes": "config", "Parallelism": "config", "Deployment": "deployment", "make_deployment": "deployment",
     "GPU": "hardware", "get_gpu": "hardware",
     "load_catalog": "hardware", "ModelSpec": "model", "count_params": "model", "kv_bytes_per_token": "model",
-    "load_model": "model", "MaxThroughput": "workloads", "max_throughput": "workloads",
+    "load_model": "model",
+    # from the defining module: ``workloads.max_throughput`` is also the submodule's name, which shadows the
+    # function on the package once the submodule is imported
+    "MaxThroughput": "workloads.max_throughput", "max_throughput": "workloads.max_throughput",
 }
 __all__ = sorted([*_EXPORTS, "Estimate", "estimate"])
 

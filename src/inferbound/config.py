@@ -1,5 +1,6 @@
 """Small typed configs validated at the edge: dtypes and parallel layout."""
-from __future__ import annotations
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 

@@ -24,7 +24,8 @@ rounding), token budget and max running sequences (workloads, simulator), ``kv_r
 preempt; ``estimated_output`` = SGLang's decaying new_token_ratio, then retract), the CUDA-graph cap (decode steps above it pay eager launch overhead), the DP scope of the
 limits (``per_rank`` or ``total`` divided by the engine) and ``flags`` for emitted launch commands.
 """
-from __future__ import annotations
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
 
 import copy
 import math
@@ -43,7 +44,9 @@ T = TypeVar("T")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: a model's validator is built when it first validates (load_engines builds the
+    # catalog's, nested models included), not when the class is defined (import time)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 class Cited(_Frozen, Generic[T]):
     """A default and where it was read: ``source`` = engine, version, file path or URL."""

@@ -157,6 +157,11 @@ def _default_host(ops, gpu: GPU) -> dict:
             for i, op in enumerate(ops) if op.kind == "host"}
 
 
+def _ndim(x) -> int:
+    """np.ndim without its dispatch for the plain Python numbers most operator quantities are."""
+    return 0 if type(x) is float or type(x) is int else np.ndim(x)
+
+
 def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None, kernels=None) -> Work:
     """Price every operator (no per-step overhead, no overlap): the split of their time by kind.
 
@@ -191,7 +196,7 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
                 r = roof(gpu, op.dtype if op.dtype and gpu.supports(op.dtype) else compute_dtype, "attention")
             else:
                 r = roofs["attention" if op.kind == "attention" else "other"]
-            if np.ndim(f) == 0 and np.ndim(b) == 0:  # one step: plain floats, the same formula
+            if _ndim(f) == 0 and _ndim(b) == 0:  # one step: plain floats, the same formula
                 f, b = float(f), float(b)
                 t_c, t_m = f / r.peak, b / r.bandwidth
                 cb = t_c >= t_m
@@ -206,7 +211,7 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
             over = r.overhead
         split["compute"] = split["compute"] + comp * n
         if op.kind != "host":
-            share = mem * (n / np.maximum(b, 1e-30)) if np.ndim(b) else mem * n / max(float(b), 1e-30)
+            share = mem * (n / np.maximum(b, 1e-30)) if _ndim(b) else mem * n / max(float(b), 1e-30)
             split["weights"] = split["weights"] + share * op.weight_bytes
             split["kv"] = split["kv"] + share * op.kv_bytes
             split["activations"] = split["activations"] + share * op.act_bytes

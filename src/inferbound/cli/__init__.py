@@ -3,13 +3,24 @@
 Every error is one line on stderr, exit code 2, no traceback: a command body's ValueError
 (common.run) and typer/click's own usage errors (missing argument, a value that is not an integer,
 an unknown option) alike, the latter through :class:`OneLineGroup`.
+
+Commands load on first use: :data:`COMMANDS` names the module that registers each one, and the group
+imports (and builds the click command of) only the command being run; ``--help``, a typo's
+suggestions and shell completion load them all, listed in :data:`COMMANDS` order.
 """
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
 from typer.core import TyperGroup
+
+#: command name -> the module of this package that registers it, in ``inferbound --help`` order
+COMMANDS = {"models": "catalog_cmds", "gpus": "catalog_cmds", "compare": "compare_cmd",
+            "estimate": "estimate_cmds", "roofline": "estimate_cmds", "memory": "estimate_cmds",
+            "probe": "probe_cmd", "search": "search_cmd", "serve": "serve_cmd", "simulate": "simulate_cmd",
+            "validate": "validate_cmds", "calibrate": "validate_cmds"}
 
 #: click's base exception class, wherever this typer takes click from (vendored in typer >= 0.2x)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -32,7 +43,36 @@ def usage_error_line(e: Exception) -> str:
 
 
 class OneLineGroup(TyperGroup):
-    """Typer's group with click's usage errors printed as one ``error:`` line (exit code 2)."""
+    """Typer's group with click's usage errors printed as one ``error:`` line (exit code 2), its commands
+    loaded on first use (:data:`COMMANDS`)."""
+
+    def _load(self, names) -> None:
+        """Import the modules registering ``names`` and add those commands (every registered command the
+        group lacks when ``names`` is all of :data:`COMMANDS`)."""
+        from typer.main import get_command_from_info, get_command_name
+        for module in dict.fromkeys(COMMANDS[n] for n in names if n in COMMANDS):
+            importlib.import_module(f"{__name__}.{module}")
+        every = names is COMMANDS
+        for info in app.registered_commands:
+            name = info.name or get_command_name(info.callback.__name__)
+            if name not in self.commands and (every or name in names):
+                self.add_command(get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                       rich_markup_mode=app.rich_markup_mode), name)
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands:
+            self._load([cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx) -> list[str]:
+        self._load(COMMANDS)
+        order = {n: i for i, n in enumerate(COMMANDS)}
+        return sorted(self.commands, key=lambda n: order.get(n, len(order)))
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in COMMANDS:  # a typo: suggest from all
+            self._load(COMMANDS)
+        return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode: bool = True, **extra):
         if not standalone_mode:
@@ -52,11 +92,13 @@ class OneLineGroup(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-app = typer.Typer(cls=OneLineGroup, add_completion=False, no_args_is_help=False, rich_markup_mode=None,
-                  help="Inference arithmetic for LLM deployments: fit, latency, throughput, energy, cost.")
+def _group() -> None:
+    """(The group's callback: it makes typer build a group before any command is registered.)"""
 
-from . import (catalog_cmds, compare_cmd, estimate_cmds, probe_cmd, search_cmd, serve_cmd,  # noqa: E402,F401
-               simulate_cmd, validate_cmds)  # (register commands)
+
+app = typer.Typer(cls=OneLineGroup, add_completion=False, no_args_is_help=False, rich_markup_mode=None,
+                  callback=_group,
+                  help="Inference arithmetic for LLM deployments: fit, latency, throughput, energy, cost.")
 
 
 def main() -> None:

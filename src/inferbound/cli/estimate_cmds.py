@@ -64,7 +64,10 @@ def estimate(o: dict) -> None:
 
 
 def _lengths(o: dict):
-    """The length mix the options describe, or None for fixed --input/--output."""
+    """The length mix the options describe, or None for fixed --input/--output (a static estimate with
+    no length option imports no workload module)."""
+    if not any(o.get(opt.name) for opt in LENGTHS):
+        return None
     from ..workloads.lengths import from_options
     return from_options(o)
 

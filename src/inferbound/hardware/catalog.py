@@ -80,7 +80,7 @@ class _Skip(Exception):
 
 
 def _yaml(name: str) -> Any:
-    return load_yaml(resources.files("inferbound").joinpath("data", name).read_text("utf-8"))
+    return load_yaml(resources.files("inferbound").joinpath("data", name).read_text("utf-8"), cache=name)
 
 
 def _check_layer(layer: dict, where: str) -> None:

@@ -3,7 +3,8 @@
 All fields are SI: FLOP/s, bytes, bytes/s, watts. The catalog (``data/hardware.yaml``) stores vendor
 units (TFLOP/s, GB, TB/s, GB/s, Gb/s); ``catalog.py`` converts them once, at load time.
 """
-from __future__ import annotations
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 

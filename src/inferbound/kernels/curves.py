@@ -23,15 +23,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-import yaml
+from inferbound.datafiles import load_yaml
 
 CLASSES = ("gemm", "moe", "attention_prefill", "attention_decode", "mla_prefill", "mla_decode")
 #: dtype -> which compute_ratio entry scales its plateau (the catalog peak the kernel runs at)
 _FAMILY = {"bf16": "bf16", "fp16": "bf16", "int8_wo": "bf16", "int4_wo": "bf16", "mxfp4_wo": "bf16",
            "fp8": "fp8", "fp8_block": "fp8", "mxfp4_fp8": "fp8", "int4_fp8": "fp8", "fp4": "fp4", "int8": "int8"}
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's C loader when available
 
 
 @lru_cache(maxsize=1)
@@ -65,7 +62,7 @@ def _sections() -> tuple[str, dict[str, str]]:
 @lru_cache(maxsize=1)
 def _meta() -> dict:
     """kernels.yaml without the measured GPUs: schema, provenance, units, dtypes, priors."""
-    return yaml.load(_sections()[0], Loader=_LOADER)
+    return load_yaml(_sections()[0], cache="kernels.yaml")
 
 
 @lru_cache(maxsize=None)
@@ -74,7 +71,7 @@ def _measured(gpu_id: str) -> dict | None:
     block = _sections()[1].get(gpu_id)
     if block is None:
         return None
-    return yaml.load(block.replace("\n    ", "\n").removeprefix("    "), Loader=_LOADER)
+    return load_yaml(block.replace("\n    ", "\n").removeprefix("    "), cache=f"kernels.yaml-{gpu_id}")
 
 
 def measured_gpus() -> list[str]:

@@ -95,18 +95,32 @@ def soft_ceil(x, spread: float):
     return a
 
 
+@lru_cache(maxsize=256)
+def _tile_constants(tm_min: float, tn_min: float, tile_r, peak, e_c, sms):
+    """What :func:`compute_time` needs of one curve on one GPU that does not depend on the GEMM's shape:
+    the candidate tiles (tm, tn), the distinct tm with the inverse index back to the candidates, and each
+    candidate's per-SM rate P·e_c·f/S (f: the tile's feed efficiency, module docstring). Read-only."""
+    tm, tn = candidate_tiles(tm_min, tn_min)
+    utm, inv = np.unique(tm, return_inverse=True)
+    feed = np.minimum(1.0, (tm * tn / (tm + tn)) / tile_r)
+    per_sm = peak * e_c * feed / sms
+    for a in (utm, inv, per_sm):
+        a.flags.writeable = False
+    return tm, tn, utm, inv, per_sm
+
+
 def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: float = 0.0):
     """Tensor-core time (s) with the fastest candidate tile; broadcasts over m, n, k, groups.
 
     ``spread`` > 0 averages the row-tile count ⌈M/tm⌉ and the wave count over a relative jitter of M
     (``soft_ceil``): the expected time of GEMMs whose M varies by ±spread around the given one."""
     m, n, k, g = (np.asarray(x, dtype=float) for x in (m, n, k, groups))
-    tm, tn = candidate_tiles(float(p["tm_min"]), float(p.get("tn_min", 32.0)))
+    tm, tn, utm, inv, per_sm = _tile_constants(float(p["tm_min"]), float(p.get("tn_min", 32.0)), p["tile_r"], peak,
+                                               p["e_c"], sms)
     shape = np.broadcast(m, n, k, g).shape
     exp = (slice(None),) + (None,) * len(shape)
-    tm, tn = tm[exp], tn[exp]
+    tm, tn, per_sm = tm[exp], tn[exp], per_sm[exp]
     # the row-tile count depends on tm only: averaged once per distinct tm, then spread over the tn candidates
-    utm, inv = np.unique(tm.reshape(-1), return_inverse=True)
     rows = soft_ceil(m / utm.reshape((-1,) + (1,) * len(shape)), spread)[inv]
     tiles = g * rows * np.ceil(n / tn)
     if p.get("k_min") is None:
@@ -117,8 +131,6 @@ def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: floa
         np.floor(s, out=s)
         s = _inplace(np.clip, s, 1.0, np.maximum(1.0, np.floor(k / p["k_min"])))
     waves = soft_ceil(_inplace(np.divide, tiles * s, sms), spread)
-    feed = np.minimum(1.0, (tm * tn / (tm + tn)) / p["tile_r"])
-    per_sm = peak * p["e_c"] * feed / sms
     fill = np.ceil(k / s)
     fill += p["k_fill"]
     # t = waves·2·tm·tn·(⌈K/s⌉ + k_fill)/per_sm, left to right, in place (the same roundings)
@@ -129,10 +141,13 @@ def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: floa
 
 def _inplace(f, a, *rest):
     """f(a, *rest) written into ``a`` where the result has a's shape (no temporary), else a new array."""
-    if np.broadcast_shapes(np.shape(a), *(np.shape(r) for r in rest)) == np.shape(a) and isinstance(a, np.ndarray) \
-            and a.flags.writeable:
-        return f(a, *rest, out=a)
-    return f(a, *rest)
+    if not (isinstance(a, np.ndarray) and a.flags.writeable):
+        return f(a, *rest)
+    sa = a.shape
+    for r in rest:   # each operand must broadcast into a's shape (plain numbers always do)
+        if type(r) is not float and type(r) is not int and np.broadcast_shapes(sa, np.shape(r)) != sa:
+            return f(a, *rest)
+    return f(a, *rest, out=a)
 
 
 def _bytes(p: dict, m, n, k, groups):

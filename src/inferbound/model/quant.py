@@ -29,7 +29,8 @@ checkpoint's dtype; the LM head only where the method's format targets it (compr
 ``lm_head`` in ``ignore``, GPTQ ``lm_head: true``). Biases and norm weights inside a quantized component
 are counted at its rate (< 0.1 % of any catalog model's component).
 """
-from __future__ import annotations
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
 
 import re
 from typing import Literal

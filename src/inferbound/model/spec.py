@@ -14,7 +14,8 @@ Per layer there is a *sequence mixer* (``LayerGroup.mixer``) and an optional MLP
 - ``attention+mamba2``: both side by side on the same input (Falcon-H1's parallel hybrid);
 - ``none``: an MLP-only block (Nemotron-H's ``-`` and ``E`` blocks).
 """
-from __future__ import annotations
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
 
 from typing import Literal
 

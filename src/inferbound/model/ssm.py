@@ -31,7 +31,8 @@ allocates, vllm/model_executor/layers/mamba/mamba_utils.py):
 The recurrent state may be kept at a wider dtype than the conv state (vLLM ``mamba_ssm_cache_dtype``;
 Nemotron-H configs ask for float32): ``ssm_dtype``.
 """
-from __future__ import annotations
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
 
 from typing import Annotated, Literal, Union
 

@@ -24,6 +24,13 @@ from .op import (Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged
                  weight_format)
 
 
+def _tokens(x):
+    """A token count as float64: a Python float when it is one number (the same IEEE arithmetic as a
+    0-d array, without numpy's per-operation overhead), else an array."""
+    a = np.asarray(x, dtype=float)
+    return float(a) if a.ndim == 0 else a
+
+
 def experts_touched(tokens, num_experts: int, top_k: int):
     """Expected distinct experts hit by ``tokens`` tokens routing top-k of E uniformly: E·(1-(1-k/E)^T)."""
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** np.asarray(tokens, dtype=float))
@@ -44,7 +51,7 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
     ab = _act_bytes(dt)
     kvb = bytes_per_element(dt.kv_dtype)
     cb = _comm_bytes(dt)
-    tokens = np.asarray(tokens, dtype=float)
+    tokens = _tokens(tokens)
     label = _group_label(g)
     ops: list[Op] = []
 
@@ -164,7 +171,7 @@ def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[La
     d = m.hidden_size
     hb = bytes_per_element(dt.high_precision)
     ab = _act_bytes(dt)
-    tokens = np.asarray(tokens, dtype=float) / par.attention_groups
+    tokens = _tokens(np.asarray(tokens, dtype=float) / par.attention_groups)
     ops = []
     if first:
         ops.append(Op("embedding", "embedding", 1, weight_bytes=tokens * d * hb, act_bytes=tokens * d * ab))
@@ -184,7 +191,7 @@ def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
     under TP, the all-gather of the vocab-parallel fp32 logits for sampling."""
     tp = par.tp
     d = m.hidden_size
-    logits = np.asarray(sampled, dtype=float) / par.attention_groups
+    logits = _tokens(np.asarray(sampled, dtype=float) / par.attention_groups)
     vocab_loc = m.vocab_size / tp
     ops = [Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc,
               weight_bytes=d * vocab_loc * bytes_per_element(dt.high_precision),

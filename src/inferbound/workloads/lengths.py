@@ -135,7 +135,8 @@ def from_trace(path) -> Mix:
 def from_options(values: dict) -> Mix | None:
     """The Mix of parsed option values (options.LENGTHS beside input_len/output_len), or None for fixed
     lengths."""
-    if not any(values.get(k) for k in ("input_dist", "output_dist", "trace", "dataset")):
+    from ..options import LENGTHS
+    if not any(values.get(o.name) for o in LENGTHS):
         return None
     trace = values.get("trace")
     if trace is not None and not Path(trace).is_file():
