@@ -33,12 +33,13 @@ def scalar_power(gpu: GPU, compute_dtype: str):
     """:func:`power_w` for Python floats (the simulator prices one step at a time): the same formula
     with the GPU's coefficients bound once."""
     peak, bw, p = gpu.peak_flops[compute_dtype], gpu.hbm_bw, gpu.power
+    tdp, idle, compute, memory = p.tdp_w, p.idle_w, p.compute_w, p.memory_w
 
     def watts(flops: float, moved: float, seconds: float) -> float:
         t = max(seconds, 1e-30)
         u_c = min(max(flops / (t * peak), 0.0), 1.0)
         u_m = min(max(moved / (t * bw), 0.0), 1.0)
-        return min(p.tdp_w, p.idle_w + p.compute_w * u_c + p.memory_w * u_m)
+        return min(tdp, idle + compute * u_c + memory * u_m)
     return watts
 
 

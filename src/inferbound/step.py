@@ -44,6 +44,7 @@ import numpy as np
 
 from .comm import p2p
 from .dtypes import bytes_per_element
+from .kernels.loadattention import SCALAR
 from .model.spec import LayerGroup, ModelSpec
 from .operators import attention_kinds, kind_reads, regroup, sequence_attention, stage_ops
 from .roofline import SPLIT_KEYS, StepCost, Work, price_ops
@@ -108,23 +109,38 @@ def of_sequences(m: ModelSpec, decode_ctx, chunk_past=(), chunk_new=(), sampled=
     return StepLoad(tokens, seqs if sampled is None else float(sampled), seqs, att, groups)
 
 
+SCALAR_CHUNKS = 4  # sequence_sums: at most this many chunks are summed as Python floats
+
+
 def sequence_sums(dec: np.ndarray, chunk_past, chunk_new, kinds) -> tuple[dict, float]:
     """({kind: (decode pairs, prefill pairs, cached tokens read)}, new tokens) of :func:`of_sequences`:
     decodes at the contexts ``dec`` (a float array) and chunks (``chunk_past[j]``, ``chunk_new[j]``).
-    Every term is a whole number, so the sums are exact in any order (no rounding below 2^53)."""
+    Every term is a whole number, so the sums are exact in any order (no rounding below 2^53). A few
+    chunks (up to ``SCALAR_CHUNKS``, the simulator's steps) are summed one by one as Python floats
+    (sequence_attention over kernels.loadattention.SCALAR: the same formulas, no numpy per chunk)."""
     n_chunks = len(chunk_new)
-    if n_chunks:
+    scalar = 0 < n_chunks <= SCALAR_CHUNKS
+    if scalar:
+        past, new = [float(p) for p in chunk_past], [float(n) for n in chunk_new]
+    elif n_chunks:
         past, new = np.asarray(chunk_past, dtype=float), np.asarray(chunk_new, dtype=float)
     after = dec + 1.0 if dec.size else None  # a decode's length once it adds its token
     att = {}
     for kind in kinds:
         d = float(np.add.reduce(kind_reads(kind, after))) if dec.size else 0.0
-        if n_chunks:
+        if scalar:
+            pairs = cached = 0.0
+            for p, n in zip(past, new):
+                a, c = sequence_attention(kind, p, n, SCALAR)
+                pairs += a
+                cached += c
+            att[kind] = (d, pairs, d + cached)
+        elif n_chunks:
             p_pairs, p_cached = sequence_attention(kind, past, new)
             att[kind] = (d, float(p_pairs.sum()), d + float(p_cached.sum()))
         else:
             att[kind] = (d, 0.0, d)
-    return att, float(dec.size + (new.sum() if n_chunks else 0.0))
+    return att, float(dec.size + (sum(new) if scalar else new.sum() if n_chunks else 0.0))
 
 
 @lru_cache(maxsize=256)

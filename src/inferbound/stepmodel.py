@@ -270,11 +270,11 @@ class StepModel:
 
     # -- the simulator's scalar path ---------------------------------------------------------------
     def _scalar_tables(self) -> None:
-        """Python lists of the tables (busy, communication, overhead, FLOPs, bytes) and, per stage and
-        layer group, the attention operator's coefficients: (kind, count, FLOPs per decode pair, per
-        prefill pair, bytes per cached token, per new token) read off operators.attention_op, and its
-        pricing: the kernel curves' constants (kernel_pricing.attention_consts, priced by attention_of on
-        floats) or None (the operator's Roof)."""
+        """The tables as Python floats, one tuple (busy, communication, overhead, FLOPs, bytes) per token
+        count, and, per stage and layer group, the attention operator's coefficients: (kind, count, FLOPs
+        per decode pair, per prefill pair, bytes per cached token, per new token) read off
+        operators.attention_op, and its pricing: the kernel curves' constants
+        (kernel_pricing.attention_consts, priced by attention_of on floats) or None (the operator's Roof)."""
         dep = self.dep
         m, dt, par = dep.model, dep.dtypes, dep.par
 
@@ -282,8 +282,9 @@ class StepModel:
             busy = sum(w.field(k) for k in WORK_KEYS)
             return [np.asarray(a, dtype=float).tolist() for a in
                     (busy, w.field("communication"), w.field("overhead"), w.field("flops"), w.field("bytes"))]
-        self._body_l = [lists(b) for b in self.body]
-        self._head_l = lists(self.head)
+        # (busy, communication, overhead, FLOPs, bytes) at each T of the first stage's body (the scalar path
+        # has one stage) and at each S of the head
+        self._body_t, self._head_t = list(zip(*lists(self.body[0]))), list(zip(*lists(self.head)))
         att_dt = attention_dtype(dep.gpu, dep.compute_dtype, dt.kv_dtype)
         self._roof = roof(dep.gpu, att_dt, "attention")
         self._att_dt = att_dt
@@ -329,12 +330,13 @@ class StepModel:
             return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
         att, _ = sequence_sums(dec, past, new, self._kinds)
         seqs = n_dec + len(chunks)
-        b, h = self._body_l[0], self._head_l
-        busy = b[0][tokens] + h[0][seqs]
-        comm = b[1][tokens] + h[1][seqs]
-        over = b[2][tokens] + h[2][seqs]
-        flops = b[3][tokens] + h[3][seqs]
-        moved = b[4][tokens] + h[4][seqs]
+        busy, comm, over, flops, moved = self._body_t[tokens]
+        h_busy, h_comm, h_over, h_flops, h_moved = self._head_t[seqs]
+        busy += h_busy
+        comm += h_comm
+        over += h_over
+        flops += h_flops
+        moved += h_moved
         g = self._groups
         for kind, count, f_dec, f_pre, b_cached, b_tok, consts in self._att[0]:
             dp, pp_, cached = att[kind]

@@ -69,6 +69,8 @@ def decode_part(p: dict, peak: float, bw: float, heads, kv_heads, d_qk, d_v, tok
     t_m = p["mem_latency_s"] + nbytes / (bw * p["e_m"] * u)
     t_c = 2.0 * heads * dec_pairs * (d_qk + d_v) / (peak * p["e_c"])
     kernel = d * (p["c_seq"] + p["c_head"] * heads) + smooth_max(t_c, t_m, p["q"], xp)
+    if has is True:  # one float load with work: nothing to mask
+        return t_c, t_m, kernel, p["overhead_s"]
     return (xp.where(has, t_c, 0.0), xp.where(has, t_m, 0.0), xp.where(has, kernel, 0.0),
             xp.where(has, p["overhead_s"], 0.0))
 
@@ -86,6 +88,8 @@ def prefill_part(p: dict, peak: float, bw: float, sms: int, heads, kv_heads, d_q
               + past_tokens * token_bytes)
     t_m = nbytes / (bw * p["e_m"])
     kernel = smooth_max(t_c, t_m, p["q"], xp)
+    if has is True:  # one float load with work: nothing to mask
+        return t_c, t_m, kernel, p["overhead_s"]
     return (xp.where(has, t_c, 0.0), xp.where(has, t_m, 0.0), xp.where(has, kernel, 0.0),
             xp.where(has, p["overhead_s"], 0.0))
 

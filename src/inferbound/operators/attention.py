@@ -27,23 +27,27 @@ from .op import Op, _act_bytes, _group_label
 
 
 def _chunk_prefix(x, chunk: int):
-    """Σ_{t=1}^{x} (((t−1) mod C) + 1) = q·C(C+1)/2 + r(r+1)/2 with x = q·C + r."""
-    q, r = np.floor_divide(x, chunk), np.mod(x, chunk)
+    """Σ_{t=1}^{x} (((t−1) mod C) + 1) = q·C(C+1)/2 + r(r+1)/2 with x = q·C + r (arrays or floats:
+    ``//`` and ``%`` are numpy's floor_divide and mod on arrays, the same on floats)."""
+    q, r = x // chunk, x % chunk
     return q * chunk * (chunk + 1) / 2 + r * (r + 1) / 2
 
 
-def attended_pairs(past, new, window: int | None, chunked: bool = False):
+def attended_pairs(past, new, window: int | None, chunked: bool = False, xp=np):
     """Query-key pairs per sequence and head for tokens past+1 .. past+new.
 
     full: Σ t;  sliding window W: Σ min(t, W);  chunked attention (Llama 4, chunk C): a token sees only
-    its own chunk, Σ (((t−1) mod C) + 1).
+    its own chunk, Σ (((t−1) mod C) + 1). ``xp``: numpy (arrays) or kernels.loadattention.SCALAR (one
+    sequence as Python floats, the simulator's step; the same formulas).
     """
-    past, new = np.asarray(past, dtype=float), np.asarray(new, dtype=float)
+    if xp is np:
+        past, new = np.asarray(past, dtype=float), np.asarray(new, dtype=float)
     if chunked:
         return _chunk_prefix(past + new, window) - _chunk_prefix(past, window)
     if window is None:
         return new * past + new * (new + 1) / 2
-    n_in = np.clip(window - past, 0, new)  # new tokens whose position is still within the window
+    # new tokens whose position is still within the window: clip(W − past, 0, new)
+    n_in = np.clip(window - past, 0, new) if xp is np else xp.minimum(xp.maximum(window - past, 0.0), new)
     return n_in * past + n_in * (n_in + 1) / 2 + (new - n_in) * window
 
 
@@ -53,9 +57,12 @@ def attention_reads(g: LayerGroup, length):
     return kind_reads(kind_of(g), length)
 
 
-def kind_reads(kind: tuple[str, int | None], length):
-    """attention_reads for an attention kind (attention, window)."""
+def kind_reads(kind: tuple[str, int | None], length, xp=np):
+    """attention_reads for an attention kind (attention, window); ``xp`` as attended_pairs."""
     attention, window = kind
+    if xp is not np:  # one sequence's length, a Python float
+        return (length - 1) % window + 1 if attention == "chunked" else \
+            length if attention == "full" else xp.minimum(length, float(window))
     if attention == "chunked":
         return np.mod(np.asarray(length, dtype=float) - 1, window) + 1
     if attention == "full":
@@ -73,12 +80,14 @@ def attention_kinds(m: ModelSpec) -> list[tuple[str, int | None]]:
     return list(dict.fromkeys(kind_of(g) for g in m.layers if g.has_attention))
 
 
-def sequence_attention(kind: tuple[str, int | None], past, new):
+def sequence_attention(kind: tuple[str, int | None], past, new, xp=np):
     """(query-key pairs, cached tokens read) per sequence and head for one layer of ``kind`` when a
-    sequence adds ``new`` tokens after ``past`` cached ones (attended_pairs, attention_reads)."""
+    sequence adds ``new`` tokens after ``past`` cached ones (attended_pairs, attention_reads); ``xp`` as
+    attended_pairs (floats ``past``, ``new`` with SCALAR)."""
     attention, window = kind
-    pairs = attended_pairs(past, new, window if attention != "full" else None, attention == "chunked")
-    return pairs, kind_reads(kind, np.asarray(past, dtype=float) + np.asarray(new, dtype=float))
+    pairs = attended_pairs(past, new, window if attention != "full" else None, attention == "chunked", xp)
+    length = np.asarray(past, dtype=float) + np.asarray(new, dtype=float) if xp is np else past + new
+    return pairs, kind_reads(kind, length, xp)
 
 
 def attention_shape(m: ModelSpec, par: Parallelism):

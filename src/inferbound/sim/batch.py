@@ -4,7 +4,12 @@ Decoding sequences are the columns 0..n−1 of named numpy rows (one float matri
 so a scheduler step updates the whole batch in a few numpy operations and moving or dropping a column
 moves every field in two. ``due`` is a lower bound on the fewest output tokens any decoding sequence
 still needs (min(target − generated)): without speculative decoding every decode step lowers it by one,
-and while it stays above zero no sequence can have finished, so the step skips the check.
+and while it stays above zero no sequence can have finished, so the step skips the check. ``last_all``
+is the time of every column's last token when they all share one (a decode step sets them all to its
+end; NaN once a column with another time joins): the step's gaps are then one value without a
+comparison, and the ``last_s`` row is written only when a column with another time joins or a column
+is read (``lasts``, ``last_of``). ``deep`` is False while no column references prefix blocks (every
+depth 0), so the block need skips adding them.
 """
 from __future__ import annotations
 
@@ -19,11 +24,13 @@ class DecodeBatch:
 
     FLOATS = ("cached", "generated", "target", "blocks", "admitted", "last_s", "depth")
     INTS = ("rid", "pid")
-    __slots__ = ("n", "_f", "_i", "cg", "due") + FLOATS + INTS
+    __slots__ = ("n", "_f", "_i", "cg", "due", "last_all", "deep") + FLOATS + INTS
 
     def __init__(self, capacity: int):
         self.n = 0
         self.due = math.inf  # a lower bound on min(target − generated) over the columns
+        self.last_all = math.nan  # last_s of every column when they are all equal, else NaN
+        self.deep = False  # whether a column may reference prefix blocks (False: every depth is 0)
         self._f = np.zeros((len(self.FLOATS), capacity))
         self._i = np.zeros((len(self.INTS), capacity), dtype=np.int64)
         # cached C: tokens in the KV cache; generated G: output tokens so far; target O: output tokens
@@ -40,11 +47,32 @@ class DecodeBatch:
         self.cached[j], self.generated[j], self.target[j], self.blocks[j] = cached, generated, target, blocks
         self.rid[j], self.admitted[j], self.last_s[j] = rid, admitted, last_s
         self.pid[j], self.depth[j] = pid, depth
+        if j == 0:
+            self.last_all, self.deep = last_s, False
+        if depth:
+            self.deep = True
+        if j and last_s != self.last_all:
+            self.lasts()  # the shared time, written out before it stops being shared
+            self.last_all = math.nan
         self.n += 1
         self.due = min(self.due, target - generated)
 
+    def set_last(self, t: float) -> None:
+        """Every column's last token at ``t`` (the row itself is written when read: ``lasts``)."""
+        self.last_all = t
+
+    def lasts(self) -> np.ndarray:
+        """last_s of columns 0..n−1 (the shared ``last_all`` written out first, if there is one)."""
+        if self.last_all == self.last_all:  # not NaN
+            self.last_s[:self.n] = self.last_all
+        return self.last_s[:self.n]
+
+    def last_of(self, j: int) -> float:
+        """last_s of column j."""
+        return self.last_all if self.last_all == self.last_all else float(self.last_s[j])
+
     def remove(self, j: int) -> None:
-        """Drop column j (the last column moves into the hole)."""
+        """Drop column j (the last column moves into the hole; the columns left keep ``last_all``)."""
         self.n -= 1
         k = self.n
         self._f[:, j] = self._f[:, k]
@@ -52,7 +80,7 @@ class DecodeBatch:
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep the columns where ``mask`` (over 0..n−1) is true, in order."""
-        idx = np.flatnonzero(mask)
+        idx = mask.nonzero()[0]
         m = idx.size
         self._f[:, :m] = self._f.take(idx, axis=1)
         self._i[:, :m] = self._i.take(idx, axis=1)
@@ -61,7 +89,7 @@ class DecodeBatch:
     def to_go(self) -> float:
         """min(target − generated) over the columns (inf if none): the exact value of ``due``."""
         n = self.n
-        return float((self.target[:n] - self.generated[:n]).min()) if n else math.inf
+        return float(np.minimum.reduce(self.target[:n] - self.generated[:n])) if n else math.inf
 
 
 class Prefilling:

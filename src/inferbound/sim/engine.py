@@ -176,6 +176,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
     tick = max(1, n // 200)
     touched: list[Replica] = []
     nxt = source.next_time()  # only pops and finished requests change it
+    pop, push = heapq.heappop, heapq.heappush
     while True:
         t = nxt
         if heap and heap[0][0] <= t:
@@ -185,22 +186,25 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
         area += in_sys * (t - t_last)
         t_last = t
         while heap and heap[0][0] <= t:
-            _, _, kind, rep, a, b = heapq.heappop(heap)
+            _, _, kind, rep, a, b = pop(heap)
             if kind is STEP_END:  # a = finished rids, b = handoffs
                 rep.busy = False
-                rep.outstanding -= len(a) + len(b)
-                in_sys -= len(a)
-                done += len(a)
-                for rid in a:
-                    source.finished(rid, t)
-                nxt = source.next_time()
-                for rid, blocks in b:
-                    dt = transfer_seconds(dep, link, L.prompt[rid])
-                    transfers.append(dt)
-                    seq += 1
-                    heapq.heappush(heap, (t + dt, seq, KV_ARRIVED, rep, rid, blocks))
-                if progress and a and done // tick != (done - len(a)) // tick:
-                    progress(done, n)
+                if a:
+                    rep.outstanding -= len(a)
+                    in_sys -= len(a)
+                    done += len(a)
+                    for rid in a:
+                        source.finished(rid, t)
+                    nxt = source.next_time()
+                    if progress and done // tick != (done - len(a)) // tick:
+                        progress(done, n)
+                if b:
+                    rep.outstanding -= len(b)
+                    for rid, blocks in b:
+                        dt = transfer_seconds(dep, link, L.prompt[rid])
+                        transfers.append(dt)
+                        seq += 1
+                        push(heap, (t + dt, seq, KV_ARRIVED, rep, rid, blocks))
             else:  # KV_ARRIVED: free the prefill copy, queue on a decode replica
                 rep.pool.release(b)
                 dst = least_loaded(back)
@@ -221,7 +225,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
                 if out is not None:
                     rep.busy = True
                     seq += 1
-                    heapq.heappush(heap, (out[0], seq, STEP_END, rep, out[1], out[2]))
+                    push(heap, (out[0], seq, STEP_END, rep, out[1], out[2]))
         touched.clear()
     if progress:
         progress(done, n)

@@ -72,6 +72,12 @@ class Ledger:
         if k < last.size:
             self._gap_other.append(end - last[~same])
 
+    def record_equal_gaps(self, gap: float, count: int) -> None:
+        """``count`` gaps of ``gap`` s: what record_gaps records when every ``last`` equals ``start``
+        (gap = end − start)."""
+        self._gap_step.append(gap)
+        self._gap_count.append(count)
+
     def record_same_time(self, count: int) -> None:
         """``count`` tokens that arrive in the same step as the one before them (accepted drafts): gaps 0."""
         if count:

@@ -149,7 +149,7 @@ class Replica:
     def _evict_decoder(self, j: int) -> float:
         d, L = self.dec, self.L
         rid = int(d.rid[j])
-        L.generated[rid], L.last_s[rid] = int(d.generated[j]), float(d.last_s[j])
+        L.generated[rid], L.last_s[rid] = int(d.generated[j]), d.last_of(j)
         swap = self._evict(rid, int(d.cached[j]), int(d.blocks[j]), int(d.pid[j]), int(d.depth[j]))
         d.remove(j)
         return swap
@@ -158,13 +158,20 @@ class Replica:
         e = self.prefilling.pop(i)
         return self._evict(e.rid, e.cached, e.blocks, e.pid, e.depth)
 
-    def _decode_need(self) -> np.ndarray:
-        """Blocks each decoding sequence must add for this step's C + k + 1 tokens (beyond what it holds)."""
-        d, n = self.dec, self.dec.n
-        want = np.ceil((d.cached[:n] + (1 + self.k)) / self.pool.block_size)
+    def _decode_need(self) -> tuple[np.ndarray, int]:
+        """(blocks each decoding sequence must add for this step's C + k + 1 tokens beyond the H = blocks +
+        depth it holds, their sum): max(⌈(C + k + 1)/bs⌉ − H, 0). Without drafts (k = 0) and with H·bs >= C
+        (its blocks hold its cached tokens) that is 1 where C >= H·bs and 0 elsewhere: the mask is the need."""
+        d, n, bs = self.dec, self.dec.n, self.pool.block_size
+        if not self.k:
+            held = (d.blocks[:n] + d.depth[:n]) * bs if d.deep else d.blocks[:n] * bs  # (else every depth is 0)
+            need = d.cached[:n] >= held
+            return need, int(np.count_nonzero(need))
+        want = np.ceil((d.cached[:n] + (1 + self.k)) / bs)
         want -= d.blocks[:n]
         want -= d.depth[:n]
-        return np.maximum(want, 0.0, out=want)
+        need = np.maximum(want, 0.0, out=want)
+        return need, int(np.add.reduce(need))
 
     # -- one step ----------------------------------------------------------------------------------
     def start_step(self, t: float):
@@ -179,23 +186,21 @@ class Replica:
         prefill_only = not self.mixed and (self.prefilling or self._admissible())
         # (1) decodes (their blocks were taken at admission under reserve_full)
         if d.n and not self.reserve_full and not prefill_only:
-            need = self._decode_need()
-            k = int(np.add.reduce(need))
-            while not self._room(k):
+            need, k = self._decode_need()
+            while k > pool.free and not self._room(k):
                 kind, j = self._newest()
                 extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
                 preempted = True
-                need = self._decode_need()
-                k = int(np.add.reduce(need))
+                need, k = self._decode_need()
             if k:
-                pool.allocate(k)
+                pool.free -= k  # BlockManager.allocate, the room just checked
                 d.blocks[:d.n] += need
         n_dec = 0 if prefill_only else d.n
         left = self.budget - n_dec * (self.k + 1)
         # (2) continuing prefills
         chunks, sched = [], []
         i = 0
-        while i < len(self.prefilling) and left > 0:
+        while self.prefilling and i < len(self.prefilling) and left > 0:
             e = self.prefilling[i]
             k = min(e.total - e.cached, left)
             extra = max(blocks_for(e.cached + k, bs) - e.blocks - e.depth, 0)
@@ -261,17 +266,19 @@ class Replica:
             extra_s += self.pricer.host_seconds(in_use - self.device_blocks, run_s)
         dur = run_s + extra_s
         end = t + dur
-        dec_tokens = n_dec * (self.k + 1)
+        dec_tokens = n_dec * (self.k + 1) if self.k else n_dec
         L.record_step(t, dur, dec_tokens, self.budget - left - dec_tokens, len(self.waiting),
                       n_dec + len(self.prefilling), used, self.index, watts)
         self.busy_s += dur
         self.energy_j_per_gpu += watts * run_s + self.idle_w * extra_s  # copies: GPU near idle
         self.last_end = end
         finished, handoffs = self._apply_decodes(t, end, n_dec), []
-        self._apply_chunks(end, sched, finished, handoffs)
+        if sched:
+            self._apply_chunks(end, sched, finished, handoffs)
         return end, finished, handoffs
 
     def _apply_decodes(self, start: float, end: float, n: int) -> list[int]:
+        """Advance the ``n`` decoding sequences (all of them: n = dec.n, or 0) by this step's tokens."""
         if not n:
             return []
         d = self.dec
@@ -280,22 +287,26 @@ class Replica:
         else:  # one token each: every decoding sequence has at least one to go (finished ones leave below)
             gained = 1.0
         d.cg[:, :n] += gained  # cached and generated
-        self.L.record_gaps(end, d.last_s[:n], start)
+        if d.last_all == start:  # every one decoded in the step before (n = d.n: all of them decode)
+            self.L.record_equal_gaps(end - start, n)
+        else:
+            self.L.record_gaps(end, d.lasts(), start)
         if self.k:
-            self.L.record_same_time(int(gained.sum()) - n)
+            got = int(np.add.reduce(gained))  # whole numbers: exact
+            self.L.record_same_time(got - n)
             self.L.verify_passes += n
-            self.L.verify_tokens += int(gained.sum())
-        d.last_s[:n] = end
+            self.L.verify_tokens += got
+        d.set_last(end)
         if not self.k:  # each gained one token: none finished while the bound on what is left stays > 0
             d.due -= 1.0
             if d.due > 0:
                 return []
         fin = d.generated[:n] >= d.target[:n]
-        if not fin.any():
+        if not np.count_nonzero(fin):
             d.due = d.to_go()
             return []
         rids = d.rid[:n][fin].tolist()
-        self.pool.release(int(d.blocks[:n][fin].sum()))
+        self.pool.release(int(np.add.reduce(d.blocks[:n][fin])))  # whole numbers: exact in any order
         if self.cache is not None:
             for pid, depth in zip(d.pid[:n][fin].tolist(), d.depth[:n][fin].tolist()):
                 self._release_prefix(pid, depth, end)
