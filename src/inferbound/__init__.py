@@ -15,9 +15,8 @@ only what it runs).
 """
 from __future__ import annotations
 
-import importlib
-
 from .estimate import Estimate, estimate  # noqa: F401  (eager: the submodule shares the function's name)
+from .lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -31,11 +30,4 @@ _EXPORTS = {
     "MaxThroughput": "workloads.max_throughput", "max_throughput": "workloads.max_throughput",
 }
 __all__ = sorted([*_EXPORTS, "Estimate", "estimate"])
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'inferbound' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

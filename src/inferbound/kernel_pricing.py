@@ -92,6 +92,14 @@ def gemm_kernel_dtype(shape: dict, act: str, engine: str) -> tuple[str | None, b
         return None, False
 
 
+def binding_side(kern, t_c, t_m, xp=np, cb=None):
+    """(reported t_compute, reported t_memory, compute s, memory s) of a kernel of ``kern`` seconds: the
+    seconds go to the binding side (``cb``: compute-bound, default t_c >= t_m; module docstring), whose
+    reported time becomes ``kern``; the other side keeps its own. ``xp``: np, or loadattention.SCALAR."""
+    cb = t_c >= t_m if cb is None else cb
+    return xp.where(cb, kern, t_c), xp.where(cb, t_m, kern), xp.where(cb, kern, 0.0), xp.where(cb, 0.0, kern)
+
+
 class KernelPricer:
     """Curve pricing of one GPU under one engine profile (module docstring)."""
 
@@ -228,9 +236,7 @@ class KernelPricer:
         t, t_c, t_m, o = self._gemm_parts(p, m, n, k)
         f = self.factors["gemm"]
         kern = (t - o) * f
-        cb = t_c >= t_m
-        comp, mem = np.where(cb, kern, 0.0), np.where(cb, 0.0, kern)
-        rep_c, rep_m = np.where(cb, kern, t_c * f), np.where(cb, t_m * f, kern)
+        rep_c, rep_m, comp, mem = binding_side(kern, t_c * f, t_m * f, cb=t_c >= t_m)
         if not shape:  # scalar row counts: sum per op in Python (no small-array reductions)
             cols = [a.tolist() for a in (rep_c, rep_m, comp, mem)]
         out, start = [], 0
@@ -255,13 +261,11 @@ class KernelPricer:
         parts = [self._gemm_parts(p, m, g * inter, s["hidden"], active),
                  self._gemm_parts(p, m, s["hidden"], inter, active)]
         f = self.factors["moe"]
-        comp = mem = rep_c = rep_m = 0.0
+        rep_c = rep_m = comp = mem = 0.0
         over = p["o_moe"]
         for t, t_c, t_m, o in parts:
-            kern = (t - o) * self.skew
-            cb = t_c >= t_m
-            comp, mem = comp + np.where(cb, kern, 0.0), mem + np.where(cb, 0.0, kern)
-            rep_c, rep_m = rep_c + np.where(cb, kern, t_c), rep_m + np.where(cb, t_m, kern)
+            c1, m1, c2, m2 = binding_side((t - o) * self.skew, t_c, t_m)
+            rep_c, rep_m, comp, mem = rep_c + c1, rep_m + m1, comp + c2, mem + m2
             over = over + o
         route = p.get("c_slot", 0.0) * tokens * s["topk"] + (tokens * s["hidden"] * 2.0 + slots * s["hidden"] * 4.0) / (
             self.bw * p["e_m"])
@@ -329,12 +333,10 @@ def attention_of(consts: tuple, dec_pairs, pre_pairs, cached, tokens, sampled, x
         LA.decode_part(pd, peak_d, bw, h, hk, dq_d, dv_d, tb, dec_pairs, dec, mla, xp)
     p = _NONE if scalar and pre_pairs <= 0 else \
         LA.prefill_part(pp, peak_p, bw_p, sms, h_p, hk_p, dq_p, dv_p, tb_p, kv_elem, pre_pairs, q, past, xp, spread)
-    comp = mem = rep_c = rep_m = 0.0
+    rep_c = rep_m = comp = mem = 0.0
     for part in (d, p):
         if part is _NONE:  # adds nothing
             continue
-        t_c, t_m, kern = part[0], part[1], part[2]
-        cb = t_c >= t_m
-        comp, mem = comp + xp.where(cb, kern, 0.0), mem + xp.where(cb, 0.0, kern)
-        rep_c, rep_m = rep_c + xp.where(cb, kern, t_c), rep_m + xp.where(cb, t_m, kern)
+        c1, m1, c2, m2 = binding_side(part[2], part[0], part[1], xp)
+        rep_c, rep_m, comp, mem = rep_c + c1, rep_m + m1, comp + c2, mem + m2
     return rep_c * f, rep_m * f, comp * f, mem * f, (d[3] + p[3]) * f
