@@ -506,3 +506,20 @@ def test_a_gpu_override_is_not_served_from_another_searchs_tables():
     after = search("llama-3.1-8b", gpu_overrides=slow, **kw).table[0]
     assert after.metrics["tok_s_per_gpu"] == pytest.approx(fresh.metrics["tok_s_per_gpu"], rel=1e-12)
     assert plain.metrics["tok_s_per_gpu"] > 1.2 * fresh.metrics["tok_s_per_gpu"]  # the override matters
+
+
+def test_emitted_limits_are_per_rank_under_data_parallel_attention():
+    """vLLM's --max-num-seqs and --max-num-batched-tokens are per data-parallel rank (engines.yaml
+    dp_max_seqs_scope: per_rank); SGLang's --max-running-requests and --chunked-prefill-size cover every
+    attention-DP rank (scope: total). A DP2 row of 649 sequences and a per-rank budget of B tokens:
+    vLLM ceil(649/2) = 325 sequences and B tokens, SGLang 649 and 2·B."""
+    res = search("Qwen/Qwen3-30B-A3B", gpus=["h100_sxm"], max_gpus=4, dtypes=["bf16"])
+    row = next(r for r in res.table if r.attention_dp and r.dp == 2)
+    v = parse(emit_command("vllm", res.model, row))
+    assert flag(v, "--data-parallel-size") == "2"
+    assert int(flag(v, "--max-num-seqs")) == math.ceil(row.max_num_seqs / 2)
+    assert int(flag(v, "--max-num-batched-tokens")) == row.token_budget
+    s = parse(emit_command("sglang", res.model, row))
+    assert flag(s, "--attn-dp-size") == "2" and flag(s, "--tp-size") == str(row.tp * 2)
+    assert int(flag(s, "--max-running-requests")) == row.max_num_seqs
+    assert int(flag(s, "--chunked-prefill-size")) == 2 * row.token_budget
