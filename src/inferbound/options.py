@@ -192,6 +192,11 @@ DATASET = _o("dataset", "str", None, "a bundled request-length profile (data/dat
 #: request lengths beyond fixed --input/--output (workloads/lengths.workload_mix)
 LENGTHS: tuple[Opt, ...] = (INPUT_DIST, OUTPUT_DIST, TRACE, DATASET)
 
+
+def any_given(values: dict, opts: tuple[Opt, ...]) -> bool:
+    """Whether ``values`` (parsed options) set any of ``opts``."""
+    return any(values.get(o.name) for o in opts)
+
 SERVING: tuple[Opt, ...] = (
     _o("rate", "rate", 1.0, "Poisson arrival rate, requests/s ('inf': all at t=0)"),
     _o("concurrency", "int", None, "closed loop: N clients, each sending its next request when the previous "

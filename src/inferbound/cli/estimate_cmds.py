@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..options import ESTIMATE as SCENARIO, LENGTHS, STATIC, Opt
+from ..options import ESTIMATE as SCENARIO, LENGTHS, STATIC, Opt, any_given
 from .common import console, gb, labelled, ms, print_json, warn
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
@@ -66,7 +66,7 @@ def estimate(o: dict) -> None:
 def _lengths(o: dict):
     """The length mix the options describe, or None for fixed --input/--output (a static estimate with
     no length option imports no workload module)."""
-    if not any(o.get(opt.name) for opt in LENGTHS):
+    if not any_given(o, LENGTHS):
         return None
     from ..workloads.lengths import from_options
     return from_options(o)

@@ -135,8 +135,8 @@ def from_trace(path) -> Mix:
 def from_options(values: dict) -> Mix | None:
     """The Mix of parsed option values (options.LENGTHS beside input_len/output_len), or None for fixed
     lengths."""
-    from ..options import LENGTHS
-    if not any(values.get(o.name) for o in LENGTHS):
+    from ..options import LENGTHS, any_given
+    if not any_given(values, LENGTHS):
         return None
     trace = values.get("trace")
     if trace is not None and not Path(trace).is_file():
