@@ -9,18 +9,23 @@ Targets (2-core machine): default full search under 2 s of wall time in a fresh 
 step-model table built), and >= 200,000 configurations evaluated per second.
 
 Reported:
-- cold: first search in this process (catalog parsed, every step-model table priced);
-- warm: the same search again (step-model tables memoized by search/evaluate.py);
+- cold: first search in this process (catalog parsed, every step-model table priced), on the local
+  backend's default worker processes (data/search.yaml ``local``: this machine's CPUs);
+- cold, one process: the same in a fresh process with ``workers=1``;
+- warm: the same search again (step-model tables memoized by search/evaluate.py; forked workers
+  inherit this process's tables but do not hand theirs back, so the warm figure is one process's);
 - formulas only: the vectorized evaluation of every layout with its tables already built, i.e. the
-  rate of the numpy formulas themselves.
-Each line also gives the process CPU seconds: the search is single-threaded, so on a loaded machine
-(other processes sharing the cores) CPU time is what the wall time would be on an idle one.
+  rate of the numpy formulas themselves (one process).
+Each line also gives the CPU seconds of this process and its finished workers: on a loaded machine
+(other processes sharing the cores) CPU time says what the work costs.
 
 Run: .venv/bin/python benchmarks/bench_search.py [--no-plot]
 Writes docs/img/search_frontier.png (frontier of the default search) unless --no-plot.
 """
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +33,16 @@ from pathlib import Path
 MODEL = "meta-llama/Llama-3.1-70B"
 TARGET_S, TARGET_RATE = 2.0, 200_000
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img" / "search_frontier.png"
+
+
+SERIAL = ("import time;from inferbound.search import search;t=time.perf_counter();"
+          f"search({MODEL!r}, workers=1);print(time.perf_counter()-t)")
+
+
+def cpu() -> float:
+    """CPU seconds of this process and of its finished (joined) children: the forked workers."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def main(plot: bool = True) -> None:
@@ -38,18 +53,23 @@ def main(plot: bool = True) -> None:
     from inferbound.model import load_model
     imported = time.perf_counter() - t0
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    from inferbound.search.backends import local_workers
+    t0, c0 = time.perf_counter(), cpu()
     res = search(MODEL)
-    cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
-    t0, c0 = time.perf_counter(), time.process_time()
-    again = search(MODEL)
-    warm, warm_cpu = time.perf_counter() - t0, time.process_time() - c0
+    cold, cold_cpu = time.perf_counter() - t0, cpu() - c0
+    workers = local_workers(res.layouts)
+    serial = float(subprocess.run([sys.executable, "-c", SERIAL], check=True, capture_output=True,
+                                  text=True).stdout.split()[-1])
+    search(MODEL, workers=1)  # this process's own tables (the workers keep theirs)
+    t0, c0 = time.perf_counter(), cpu()
+    again = search(MODEL, workers=1)
+    warm, warm_cpu = time.perf_counter() - t0, cpu() - c0
     assert [r.to_dict() for r in again.table] == [r.to_dict() for r in res.table]
 
     space = build_space(load_model(MODEL), resolve_gpus(None), 8)
-    t0, c0 = time.perf_counter(), time.process_time()
-    evaluate_all(space.deployments, res.workload)
-    formulas, formulas_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), cpu()
+    evaluate_all(space.deployments, res.workload, workers=1)
+    formulas, formulas_cpu = time.perf_counter() - t0, cpu() - c0
 
     n = res.evaluated
     print(f"default search: {MODEL}, whole catalog, 1-8 GPUs, {res.workload.input_len} in / "
@@ -58,7 +78,8 @@ def main(plot: bool = True) -> None:
     print(f"configurations       {n:10,}   (layout x concurrency 1..D_max)")
     print(f"import               {imported:10.2f} s")
     print(f"cold wall time       {cold:10.2f} s   (target < {TARGET_S:g} s: {'met' if cold < TARGET_S else 'MISSED'})"
-          f"   {n / cold:12,.0f} configurations/s   cpu {cold_cpu:.2f} s")
+          f"   {n / cold:12,.0f} configurations/s   cpu {cold_cpu:.2f} s   ({workers} worker process(es))")
+    print(f"cold, one process    {serial:10.2f} s   {n / serial:25,.0f} configurations/s")
     print(f"warm wall time       {warm:10.2f} s   {n / warm:25,.0f} configurations/s   cpu {warm_cpu:.2f} s")
     print(f"formulas only        {formulas:10.2f} s   {n / formulas:25,.0f} configurations/s   cpu {formulas_cpu:.2f} s")
     rate = n / cold

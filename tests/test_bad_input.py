@@ -256,6 +256,7 @@ COMMANDS = [  # (arguments, words)
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--top", "0"], ["top=0"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--emit-rank", "0"], ["emit_rank=0"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--backend", "foo"], ["backend", "foo", "local"]),
+    (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--workers", "0"], ["workers", "0"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--dtypes", "fp9"], ["dtypes", "fp9"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--objective", "fast"], ["objective", "fast"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--objective", "gpus_for_rate"], ["target_rate"]),

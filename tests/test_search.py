@@ -289,6 +289,7 @@ def test_unmet_slo_names_the_closest_miss():
     (dict(backend="spark"), "backend='spark' unknown; allowed: local, ray"),
     (dict(slo_ttft_ms=-1), "slo_ttft_ms=-1 must be a positive number"),
     (dict(target_rate=0), "target_rate=0 must be"),
+    (dict(workers=0), "workers=0 must be an integer >= 1"),
 ])
 def test_bad_input_is_one_line_naming_the_field(kwargs, text):
     args = dict(gpus=["h100_sxm"], max_gpus=1) | kwargs
@@ -331,6 +332,36 @@ def test_ray_backend_gives_the_local_table():
     assert [r.to_dict() for r in remote.table] == [r.to_dict() for r in local.table]
     assert remote.frontier() == local.frontier()
     assert remote.evaluated == local.evaluated
+
+
+def test_forked_workers_give_the_one_process_result(monkeypatch):
+    """The local backend over 2 forked workers returns every layout's figures bit for bit as one process
+    does (each layout is a pure function of its deployment), in layout order, with progress to the end."""
+    from inferbound.search import backends
+    kwargs = dict(gpus=["h100_sxm", "l40s", "a100_80gb_sxm"], max_gpus=4, output_len=128)
+    one = search(M8, workers=1, **kwargs)
+    monkeypatch.setitem(backends.search_defaults()["local"], "min_layouts_per_worker", 1)
+    forks, seen = [], []
+    real = backends._forked
+    monkeypatch.setattr(backends, "_forked", lambda *a: forks.append(a[-1]) or real(*a))
+    two = search(M8, workers=2, progress=lambda done, total: seen.append((done, total)), **kwargs)
+    assert forks == [2] and seen[-1] == (two.layouts, two.layouts) and len(seen) > 1
+    for name in ("layout", "concurrency", "step_s", "ttft_s", "tok_s", "unit_watts", "unit_gpus"):
+        assert np.array_equal(getattr(one.points, name), getattr(two.points, name)), name
+    assert [r.to_dict() for r in two.table] == [r.to_dict() for r in one.table]
+
+
+def test_local_workers_rule(monkeypatch):
+    """Workers: as asked, no more than the layouts fill at min_layouts_per_worker each, one off Linux."""
+    from inferbound.search import backends
+    per = backends.search_defaults()["local"]["min_layouts_per_worker"]
+    assert backends.local_workers(10 * per, 4) == (4 if backends.sys.platform.startswith("linux") else 1)
+    assert backends.local_workers(2 * per, 8) in (1, 2)
+    assert backends.local_workers(per - 1, 8) == 1
+    monkeypatch.setattr(backends.sys, "platform", "darwin")
+    assert backends.local_workers(100 * per, 8) == 1
+    with pytest.raises(ValueError, match=r"workers=1.5 must be an integer >= 1"):
+        backends.local_workers(100, 1.5)
 
 
 # --------------------------------------------------------------------------- launch commands

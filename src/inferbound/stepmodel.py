@@ -22,6 +22,7 @@ its parity with :func:`step.price` and with :meth:`price` (tests/test_sim_fast_p
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 
 import numpy as np
 
@@ -82,9 +83,17 @@ def _coef(x, top: float) -> float:
 _FINE_CACHE: OrderedDict = OrderedDict()  # curve op priced on a fine token grid, shared across step models
 
 
+@lru_cache(maxsize=64)
 def fine_grid(top: float) -> np.ndarray:
     """Every token count up to 512, then steps of 0.5 % up to ``top``: the grid the curve-priced operators
-    of a grid table are priced on (the curves are smooth at that scale: efficiency.gemm_spread = 5 %)."""
+    of a grid table are priced on (the curves are smooth at that scale: efficiency.gemm_spread = 5 %).
+    Read-only: one array per ``top``, shared by the step models."""
+    grid = _fine_grid(top)
+    grid.flags.writeable = False
+    return grid
+
+
+def _fine_grid(top: float) -> np.ndarray:
     dense = np.arange(0.0, min(512.0, top) + 1.0)
     if top <= 512:
         return dense
@@ -99,19 +108,38 @@ class _Exact:
     (about 1 % of a step). Their shapes and sizes scale linearly with T (m = c·T, bytes = c·T). GEMM and
     MoE times are priced once on ``fine_grid`` (every T to 512, 0.5 % steps above: within 0.1 % of the
     curve) and shared by every step model of the same GPU, engine and shape (a search's layouts);
-    collectives are priced at T itself. FLOPs and bytes stay in the table (linear in T); the bytes by
-    kind, which share a memory-bound op's time, are interpolated from rows of this table."""
+    collectives are priced at T itself. FLOPs and bytes stay in the table (linear in T).
+
+    On the fine grid the ops' times are summed once per split key (``_rows``): compute Σ_j n_j·c_j,
+    overhead Σ_j n_j·o_j, and the memory time n_j·m_j shared out over weights, KV and activations in
+    the proportion of the op's bytes of each kind (interpolated from the table's rows at the fine
+    points). A step reads those five rows at its T (linear between fine points: at every T up to 512
+    and at the fine points above, the per-op sum itself)."""
+
+    KEYS = ("compute", "weights", "kv", "activations", "overhead")
 
     def __init__(self, ops: list, colls: list, grid: np.ndarray, kp, comm, compute_dtype: str, att_dtype: str):
         self.ops, self.colls, self.kp, self.comm, self.cdt, self.att = ops, colls, kp, comm, compute_dtype, att_dtype
         top = float(grid[-1])
         self.coef = [_coef(op.shape["moe"]["tokens"] if "moe" in op.shape else op.shape["m"], top) for op in ops]
         self.ccoef = [_coef(op.comm["bytes"], top) for op in colls]
-        rows = [np.broadcast_to(np.asarray(getattr(op, k), dtype=float), grid.shape)
-                for op in ops for k in ("weight_bytes", "kv_bytes", "act_bytes")]
-        self.grid, self.rows = grid, (np.stack(rows) if rows else None)
         self.fine = fine_grid(top)
-        self.tables = [self._table(op, c) for op, c in zip(self.ops, self.coef)]
+        self.rows = self._rows(grid) if ops else None
+
+    def _rows(self, grid: np.ndarray) -> np.ndarray:
+        """(5, fine points): the ops' summed compute, weights, KV, activations and overhead seconds."""
+        split = dict.fromkeys(self.KEYS, 0.0)
+        for op, c in zip(self.ops, self.coef):
+            comp, mem, over = self._table(op, c)
+            wb, kb, ab = (np.interp(self.fine, grid, np.broadcast_to(np.asarray(getattr(op, k), dtype=float), grid.shape))
+                          for k in ("weight_bytes", "kv_bytes", "act_bytes"))
+            share = mem * op.count / np.maximum(wb + kb + ab, 1e-30)
+            split["compute"] = split["compute"] + comp * op.count
+            split["weights"] = split["weights"] + share * wb
+            split["kv"] = split["kv"] + share * kb
+            split["activations"] = split["activations"] + share * ab
+            split["overhead"] = split["overhead"] + over * op.count
+        return np.stack([np.broadcast_to(np.asarray(split[k], dtype=float), self.fine.shape) for k in self.KEYS])
 
     def _table(self, op, c):
         """(compute s, memory s, overhead s) of one instance of ``op`` on the fine grid, memoized."""
@@ -141,17 +169,9 @@ class _Exact:
         x = np.asarray(x, dtype=float)
         split = dict.fromkeys(SPLIT_KEYS, 0.0)
         kinds: dict = {}
-        if self.ops:
-            b = np.stack([np.interp(x, self.grid, r) for r in self.rows])
-            for j, (op, tab) in enumerate(zip(self.ops, self.tables)):
-                comp, mem, over = (np.interp(x, self.fine, a) for a in tab)
-                wb, kb, ab = b[3 * j], b[3 * j + 1], b[3 * j + 2]
-                share = mem * op.count / np.maximum(wb + kb + ab, 1e-30)
-                split["compute"] = split["compute"] + comp * op.count
-                split["weights"] = split["weights"] + share * wb
-                split["kv"] = split["kv"] + share * kb
-                split["activations"] = split["activations"] + share * ab
-                split["overhead"] = split["overhead"] + over * op.count
+        if self.rows is not None:
+            for key, row in zip(self.KEYS, self.rows):
+                split[key] = np.interp(x, self.fine, row)
         for op, c in zip(self.colls, self.ccoef):
             t, _ = self.comm(_Shaped(None, {**op.comm, "bytes": c * x}))
             split["communication"] = split["communication"] + t * op.count

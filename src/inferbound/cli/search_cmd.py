@@ -20,6 +20,7 @@ OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttf
           Opt("emit_rank", "int", 1, "row whose launch command --emit prints", ge=1),
           Opt("backend", "str", "local", "where layouts are evaluated", choices=BACKENDS),
           Opt("ray_address", "str", None, "Ray cluster (default: a local one)"),
+          Opt("workers", "int", None, "processes of the local backend (default: this machine's CPUs)", ge=1),
           Opt("gpu_set", "kv", None, "override a field of every searched GPU, KEY=VALUE (SI units)"),
           Opt("gpu_file", "path", None, "extra hardware YAML file(s)"),
           Opt("json", "bool", False, "print JSON instead of tables"))
@@ -61,7 +62,7 @@ def search(o: dict) -> None:
                   max_dollars_per_hour=o["max_dollars_per_hour"], max_watts=o["max_watts"],
                   max_total_gpus=o["max_total_gpus"], target_rate=o["target_rate"], input_len=o["input_len"],
                   output_len=o["output_len"], disaggregated="both" if o["both_modes"] else o["disaggregated"],
-                  backend=o["backend"], ray_address=o["ray_address"], calibration=o["calibration"],
+                  backend=o["backend"], ray_address=o["ray_address"], workers=o["workers"], calibration=o["calibration"],
                   dtypes=o["dtypes"], all_layouts=o["all_layouts"], top=o["top"], engine=engine or emit,
                   engine_options=engine_options(o), gpu_overrides=o["gpu_set"], gpu_files=o["gpu_file"],
                   prices=o["prices"],

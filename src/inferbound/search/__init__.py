@@ -47,7 +47,7 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
            all_layouts: bool = False, top: int | None = None, token_budget: int | None = None,
            engine: str | None = None, engine_options: dict | None = None, gpu_overrides: dict | None = None,
            gpu_files: list | None = None, lengths=None, gpu_scale: dict | str | None = None,
-           prices: dict[str, float] | None = None) -> SearchResult:
+           prices: dict[str, float] | None = None, workers: int | None = None) -> SearchResult:
     """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
 
     ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
@@ -63,7 +63,8 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     ``gpu_scale``: what-if copies of the searched GPUs (hardware/whatif.py) ranked beside them.
     ``prices``: the user's USD per GPU-hour by catalog GPU id (--price GPU=USD; hardware/prices.py) in place
     of the catalog's cited figure, noted in the result.
-    ``progress(done, total)`` is called while layouts evaluate. ``engine_options`` may carry the engine features
+    ``workers``: processes of the local backend (None: data/search.yaml, by default this machine's CPUs;
+    search/backends.py). ``progress(done, total)`` is called while layouts evaluate. ``engine_options`` may carry the engine features
 (speculative, spec_tokens, acceptance, prefix_hit_rate, shared_prefix_len, kv_offload, kv_offload_gb):
 with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spec_sweep``).
     Raises ValueError naming the closest miss when no configuration meets the constraints.
@@ -83,6 +84,7 @@ with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spe
     _check("output_len", output_len, 2)
     _check("top", top, 1)
     _check("max_total_gpus", max_total_gpus, 1)
+    _check("workers", workers, 1)
     if target_rate is not None and not (np.isfinite(target_rate) and target_rate > 0):
         raise ValueError(f"target_rate={target_rate} must be a positive number of requests/s")
     max_gpus = int(_check("max_gpus", max_gpus if max_gpus is not None else d["space"]["max_gpus"], 1))
@@ -106,7 +108,7 @@ with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spe
     deps, combos, works, per_layout = [], [], [], []
     for mode in modes:  # each layout once per serving mode; the modes are ranked together
         w_mode = replace(w, disaggregated=mode)
-        per_layout += evaluate_all(space.deployments, w_mode, backend, ray_address, progress)
+        per_layout += evaluate_all(space.deployments, w_mode, backend, ray_address, progress, workers)
         deps += space.deployments
         combos += space.combos
         works += [w_mode] * len(space.deployments)

@@ -1,12 +1,21 @@
-"""Where the layouts are evaluated: in this process (numpy) or over a Ray cluster.
+"""Where the layouts are evaluated: on this machine (numpy, one or more processes) or over a Ray cluster.
 
-Both run :func:`evaluate.evaluate_layout` on every deployment and return the results in layout
-order, so the ranking, frontier and table that follow are identical. Ray splits the layout list into
-``chunks_per_cpu`` x (cluster CPUs) contiguous chunks (data/search.yaml), runs one task per chunk and
-gathers them back in chunk order. ``ray`` is an optional extra, imported only here and only when asked.
+Every backend runs :func:`evaluate.evaluate_layout` on every deployment and returns the results in
+layout order, so the ranking, frontier and table that follow are identical (each layout's figures are
+a pure function of its deployment and the workload; tests/test_search_backends.py).
+
+- local: in this process, or, with ``workers`` > 1 (data/search.yaml ``local``: by default the CPUs this
+  process may use), over worker processes forked from it (Linux: nothing is re-imported, the layouts
+  are inherited, only their figures travel back). The layout list goes out in contiguous chunks,
+  ``chunks_per_worker`` per worker, gathered in order; fewer than ``min_layouts_per_worker`` layouts per
+  worker stay in one process (a fork and the results' trip back cost more than they save).
+- ray: ``chunks_per_cpu`` x (cluster CPUs) contiguous chunks, one task per chunk, gathered back in chunk
+  order. ``ray`` is an optional extra, imported only here and only when asked.
 """
 from __future__ import annotations
 
+import os
+import sys
 from typing import Callable
 
 import numpy as np
@@ -27,12 +36,35 @@ def evaluate_chunk(deps: list[Deployment], workload: Workload) -> list[LayoutPoi
 
 
 def evaluate_all(deps: list[Deployment], workload: Workload, backend: str = "local", ray_address: str | None = None,
-                 progress: Progress = None) -> list[LayoutPoints | None]:
+                 progress: Progress = None, workers: int | None = None) -> list[LayoutPoints | None]:
     if backend == "local":
-        return _local(deps, workload, progress)
+        n = local_workers(len(deps), workers)
+        return _forked(deps, workload, progress, n) if n > 1 else _local(deps, workload, progress)
     if backend == "ray":
         return _ray(deps, workload, ray_address, progress)
     raise ValueError(f"backend={backend!r} unknown; allowed: {', '.join(BACKENDS)}")
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def local_workers(layouts: int, workers: int | None = None) -> int:
+    """Processes the local backend uses for ``layouts`` layouts: ``workers`` (None: data/search.yaml
+    ``local.workers``, 'auto' = the available CPUs), no more than the layouts fill at
+    ``min_layouts_per_worker`` each, and 1 where processes cannot be forked (module docstring)."""
+    conf = search_defaults()["local"]
+    if workers is None:
+        workers = available_cpus() if conf["workers"] == "auto" else int(conf["workers"])
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"workers={workers} must be an integer >= 1")
+    if not sys.platform.startswith("linux"):  # fork is Linux's safe default; elsewhere one process
+        return 1
+    return int(max(1, min(workers, layouts // int(conf["min_layouts_per_worker"]))))
 
 
 def _local(deps, workload, progress: Progress):
@@ -42,6 +74,33 @@ def _local(deps, workload, progress: Progress):
         out.append(evaluate_layout(d, workload))
         if progress is not None and ((i + 1) % step == 0 or i + 1 == len(deps)):
             progress(i + 1, len(deps))
+    return out
+
+
+_JOB: tuple | None = None  # (deployments, workload) a forked worker inherits
+
+
+def _chunk(bounds: tuple[int, int]) -> list[LayoutPoints | None]:
+    deps, workload = _JOB
+    return evaluate_chunk(deps[bounds[0]:bounds[1]], workload)
+
+
+def _forked(deps, workload, progress: Progress, workers: int):
+    import multiprocessing
+    global _JOB
+    n = min(len(deps), workers * int(search_defaults()["local"]["chunks_per_worker"]))
+    edges = np.linspace(0, len(deps), n + 1).astype(int)
+    bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    _JOB = (deps, workload)
+    out: list[LayoutPoints | None] = []
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for part in pool.imap(_chunk, bounds):
+                out += part
+                if progress is not None:
+                    progress(len(out), len(deps))
+    finally:
+        _JOB = None
     return out
 
 

@@ -2,7 +2,8 @@
 
 Caps: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE (a quarter with all_layouts), the wall-clock
 budget of budget.py (checked as layouts evaluate), and the frontier thinned to ``max_points``.
-The search always runs on the local backend (no Ray address comes from a client).
+The search always runs on the local backend in the server's own process (no Ray address comes from a
+client; forking a threaded server is unsafe, so `workers=1`).
 
 As the CLI: the frontier defaults to data/search.yaml ``output.frontier`` (x, y), each frontier carries
 the axis labels of the CLI's plot (search/plot.py), ``csv`` is the ranked table of ``--csv``, and
@@ -61,7 +62,7 @@ def search(req: SearchIn, request: Request) -> dict:
                              max_total_gpus=req.max_total_gpus, target_rate=req.target_rate,
                              input_len=req.input_len, output_len=req.output_len,
                              disaggregated="both" if req.both_modes else req.disaggregated,
-                             backend="local", progress=Deadline(seconds_for(request)),
+                             backend="local", workers=1, progress=Deadline(seconds_for(request)),
                              calibration=req.calibration_arg, dtypes=req.dtypes, all_layouts=req.all_layouts,
                              top=req.top, engine=req.engine or req.emit, prices=req.prices,
                              engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}),
