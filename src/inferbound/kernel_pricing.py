@@ -42,6 +42,7 @@ from .datafiles import data_yaml
 from .kernels import gemm as _gemm
 from .kernels import loadattention as LA
 from .kernels.moe import expert_load
+from .roofline import fast_ndim
 
 CLASSES = ("gemm", "moe", "attention", "collective")
 
@@ -216,7 +217,7 @@ class KernelPricer:
     def _gemms(self, p: dict, ops: list, idx: list) -> dict:
         """One call for every GEMM of one curve; memoized for scalar row counts (a static batch's decode
         steps, a sweep's repeated shapes)."""
-        if all(np.ndim(op.shape["m"]) == 0 for op in ops):
+        if all(fast_ndim(op.shape["m"]) == 0 for op in ops):
             key = (id(p), tuple((float(op.shape["m"]), op.shape["gemm"]) for op in ops))
             hit = self._memo.get(key)
             if hit is None:
@@ -289,7 +290,7 @@ class KernelPricer:
             return None
         pd, pp = curves
         load = sh["load"]
-        if all(np.ndim(x) == 0 for x in load):  # one step: plain floats (same formulas, no numpy overhead)
+        if all(fast_ndim(x) == 0 for x in load):  # one step: plain floats (same formulas, no numpy overhead)
             return attention_time(self, pd, pp, a, *(float(x) for x in load), att_dtype, LA.SCALAR)
         dec_pairs, pre_pairs, cached, tokens, sampled = (np.asarray(x, dtype=float) for x in load)
         return attention_time(self, pd, pp, a, dec_pairs, pre_pairs, cached, tokens, sampled, att_dtype, np)

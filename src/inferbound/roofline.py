@@ -157,7 +157,10 @@ def _default_host(ops, gpu: GPU) -> dict:
             for i, op in enumerate(ops) if op.kind == "host"}
 
 
-def _ndim(x) -> int:
+_SUM_KEYS = SPLIT_KEYS + ("flops", "bytes")
+
+
+def fast_ndim(x) -> int:
     """np.ndim without its dispatch for the plain Python numbers most operator quantities are."""
     return 0 if type(x) is float or type(x) is int else np.ndim(x)
 
@@ -173,9 +176,18 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
     kp = kernels if kernels is not None else getattr(comm_pricer, "kernels", None)
     curved = kp.price(ops, compute_dtype, att) if kp is not None else _default_host(ops, gpu)
     roofs = {"attention": roof(gpu, att, "attention"), "other": roof(gpu, compute_dtype, "gemm")}
-    priced, split = [], _zero_split()
+    priced: list = []
     kinds: dict = {}
-    flops = moved = 0.0
+    # Sums in two parts: the plain numbers of one-step operators (most of a static batch's: Python floats,
+    # no numpy call) and the arrays of a sweep's; added once at the end.
+    num = dict.fromkeys(_SUM_KEYS, 0.0)
+    arr: dict = {}
+
+    def add(key, v):
+        if isinstance(v, float):
+            num[key] += v
+        else:
+            arr[key] = arr[key] + v if key in arr else v
     for i, op in enumerate(ops):
         n = op.count
         if op.kind == "collective":
@@ -183,7 +195,7 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
                 raise ValueError(f"operator {op.name} is a collective but no communication model was given")
             t, how = comm_pricer(op)
             priced.append(PricedOp(op, 0.0, 0.0, t, False, how))
-            split["communication"] = split["communication"] + t * n
+            add("communication", t * n)
             kinds[op.comm["kind"]] = kinds.get(op.comm["kind"], 0.0) + t * n
             continue
         f, b = op.flops, op.bytes
@@ -196,7 +208,7 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
                 r = roof(gpu, op.dtype if op.dtype and gpu.supports(op.dtype) else compute_dtype, "attention")
             else:
                 r = roofs["attention" if op.kind == "attention" else "other"]
-            if _ndim(f) == 0 and _ndim(b) == 0:  # one step: plain floats, the same formula
+            if fast_ndim(f) == 0 and fast_ndim(b) == 0:  # one step: plain floats, the same formula
                 f, b = float(f), float(b)
                 t_c, t_m = f / r.peak, b / r.bandwidth
                 cb = t_c >= t_m
@@ -209,15 +221,18 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
                 comp, mem = np.where(cb, t_c, 0.0), np.where(cb, 0.0, t_m)
             priced.append(PricedOp(op, t_c, t_m, t, cb))
             over = r.overhead
-        split["compute"] = split["compute"] + comp * n
+        add("compute", comp * n)
         if op.kind != "host":
-            share = mem * (n / np.maximum(b, 1e-30)) if _ndim(b) else mem * n / max(float(b), 1e-30)
-            split["weights"] = split["weights"] + share * op.weight_bytes
-            split["kv"] = split["kv"] + share * op.kv_bytes
-            split["activations"] = split["activations"] + share * op.act_bytes
-        split["overhead"] = split["overhead"] + over * n
-        flops = flops + f * n
-        moved = moved + b * n
+            share = mem * (n / np.maximum(b, 1e-30)) if fast_ndim(b) else mem * n / max(float(b), 1e-30)
+            add("weights", share * op.weight_bytes)
+            add("kv", share * op.kv_bytes)
+            add("activations", share * op.act_bytes)
+        add("overhead", over * n)
+        add("flops", f * n)
+        add("bytes", b * n)
+    tot = {k: (num[k] + arr[k] if k in arr else num[k]) for k in _SUM_KEYS}
+    split = {k: tot[k] for k in SPLIT_KEYS}
+    flops, moved = tot["flops"], tot["bytes"]
     return Work(split, kinds, flops, moved, priced)
 
 
