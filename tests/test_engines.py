@@ -13,20 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inferbound.engines import (
-    GIB,
-    MIB,
+from inferbound.engine_rules import (
     cuda_graph_cap,
-    default_engine,
-    engine_for_framework,
-    get_engine,
     kv_cache_bytes,
-    load_engines,
     sglang_max_running,
     sglang_mem_fraction,
     tier_value,
     trtllm_bench_limits,
 )
+from inferbound.engines import GIB, MIB, default_engine, engine_for_framework, get_engine, load_engines
 
 MEASURED = Path("/work/shared/validation/measured.csv")
 H100_MIB = 81559 * MIB   # nvidia-smi memory.total of an H100-SXM 80GB

@@ -402,7 +402,7 @@ def test_vllm_and_trtllm_operating_points_differ():
     assert held_tokens(1024, 1024, "current", 16) == 1536 and held_tokens(1024, 1024, "max", 32) == 2048
     assert v.kv_capacity_bytes_per_gpu != t.kv_capacity_bytes_per_gpu
     # trtllm-bench's limits come from its heuristic over the KV-bound request count (rounded up to a multiple
-    # of 32 below 256 requests, engines.trtllm_bench_limits), not trtllm-serve's defaults (2048 sequences)
+    # of 32 below 256 requests, engine_rules.trtllm_bench_limits), not trtllm-serve's defaults (2048 sequences)
     p = get_engine("trtllm")
     assert t.max_num_seqs != p.max_seqs.tiers[0].value == 2048
     assert t.max_num_seqs % 32 == 0 and t.max_num_seqs >= t.decode_batch

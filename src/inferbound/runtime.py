@@ -10,7 +10,7 @@ the largest CUDA-graph decode batch, and the memory fraction of the engine's KV 
 
 KV capacity per GPU (``kv_capacity_bytes``), with M the GPU's memory, W the weights per GPU, A the
 activations of a profiling step at the token budget, N the non-torch reserve (runtime.yaml) and f the
-engine's fraction (engines.kv_cache_bytes):
+engine's fraction (engine_rules.kv_cache_bytes):
 
     total_fraction (vLLM ``gpu_memory_utilization``):   KV = f·M − W − A − N
     static_fraction (SGLang ``mem_fraction_static``):    KV = f·M − W      (f automatic by GPU and TP)
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .engines import (EngineProfile, cuda_graph_cap, default_engine, engine_for_framework, get_engine,
-                      kv_cache_bytes, sglang_max_running, tier_value)
+from .engine_rules import cuda_graph_cap, kv_cache_bytes, sglang_max_running, tier_value
+from .engines import EngineProfile, default_engine, engine_for_framework, get_engine
 from .datafiles import data_yaml
 
 RESERVATIONS = ("max", "current")

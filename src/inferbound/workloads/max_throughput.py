@@ -35,7 +35,7 @@ import numpy as np
 from ..deployment import Deployment, make_deployment
 from ..energy import dollars_per_second, per_million, power_w
 from ..explain import band, phase
-from ..engines import trtllm_bench_limits
+from ..engine_rules import trtllm_bench_limits
 from ..runtime import profile_of
 from ..stepmodel import StepModel
 from . import steady_state
@@ -93,7 +93,7 @@ class MaxThroughput:
 def bench_limits(dep, rt, mix: Mix):
     """The engine's offline benchmark limits where its harness derives them from the workload
     (TensorRT-LLM's trtllm-bench: max_batch_size and max_num_tokens from the KV-bound request count at
-    its heuristic KV fraction, engines.trtllm_bench_limits, and chunked context on, its default); else
+    its heuristic KV fraction, engine_rules.trtllm_bench_limits, and chunked context on, its default); else
     the runtime as it is."""
     p = profile_of(rt.engine)
     b = p.trtllm_bench
