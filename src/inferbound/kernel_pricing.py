@@ -231,7 +231,8 @@ class KernelPricer:
         subs = [(j, op.shape["m"], n, k) for j, op in enumerate(ops) for n, k in op.shape["gemm"]]
         shape = np.broadcast_shapes(*(np.shape(m) for _, m, _, _ in subs))
         tail = (1,) * len(shape)
-        m = np.stack([np.broadcast_to(np.asarray(x, dtype=float), shape) for _, x, _, _ in subs])
+        m = np.array([float(x) for _, x, _, _ in subs]) if not shape else \
+            np.stack([np.broadcast_to(np.asarray(x, dtype=float), shape) for _, x, _, _ in subs])
         n = np.array([x for _, _, x, _ in subs]).reshape((-1,) + tail)
         k = np.array([x for _, _, _, x in subs]).reshape((-1,) + tail)
         t, t_c, t_m, o = self._gemm_parts(p, m, n, k)

@@ -46,8 +46,9 @@ from .comm import p2p
 from .dtypes import bytes_per_element
 from .kernels.loadattention import SCALAR
 from .model.spec import LayerGroup, ModelSpec
-from .operators import attention_kinds, kind_reads, regroup, sequence_attention, stage_ops
-from .roofline import SPLIT_KEYS, StepCost, Work, price_ops
+from .operators import (_merged_groups, attention_kinds, attention_ops, body_ops, head_ops, in_order, kind_reads,
+                        mixer_ops, regroup, sequence_attention, stage_ops)
+from .roofline import SPLIT_KEYS, StepCost, Work, fast_ndim, price_ops
 from .topology import place
 
 MODES = ("stream", "isolated")
@@ -226,15 +227,61 @@ def combine(dep, stages: list[Work], send, m, mode: str) -> StepCost:
 
 def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
     """The priced step: every stage's operators for one micro-batch, then :func:`combine`."""
-    m_, dt, par, g = dep.model, dep.dtypes, dep.par, dep.gpu
+    par = dep.par
     m = micro_batches(par, load.sequences)
     mb = load if par.pp == 1 else load.scaled(1.0 / m)
-    pricer = dep.comm_pricer
-    works = [price_ops(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, layers, first, last,
-                                 g.efficiency.moe_imbalance, mb.seqgroups), g, dep.compute_dtype, dt.kv_dtype,
-                       pricer).with_overlap(par.comm_overlap)
-             for layers, first, last in stages_of(dep)]
+    works = [stage_work(dep, mb, i, layers, first, last).with_overlap(par.comm_overlap)
+             for i, (layers, first, last) in enumerate(stages_of(dep))]
     return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
+
+
+#: priced work kept per deployment (plain-number T or S), before the oldest is dropped
+WORK_MEMO = 512
+
+
+def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -> Work:
+    """Stage ``stage``'s operators (operators.stage_ops) for the micro-batch ``mb``, priced: the body (a
+    function of the step's T alone), the attention kernels and scans (of its load), the LM head (of its
+    S alone), in execution order. A body or head of a plain-number T or S is priced once per deployment
+    and kept (the contract is a pure function of the deployment and the load; a static batch's decode
+    steps repeat the same T); a sweep's arrays price every operator in one call."""
+    m_, dt, par, g = dep.model, dep.dtypes, dep.par, dep.gpu
+    pricer = dep.comm_pricer
+    groups = _merged_groups(m_) if layers is None else layers
+
+    def priced(ops):
+        return price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer)
+    if fast_ndim(mb.tokens) != 0:  # a sweep: one pricing call for every operator (nothing to keep)
+        return priced(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, groups, first, last,
+                                g.efficiency.moe_imbalance, mb.seqgroups))
+    body = _kept(dep, ("body", stage), mb.tokens, lambda: priced(
+        body_ops(m_, dt, par, mb.tokens, groups, first, last, g.efficiency.moe_imbalance)))
+    kernels = priced(attention_ops(m_, dt, par, groups, mb.attention, mb.tokens, mb.sampled)
+                     + mixer_ops(m_, dt, par, groups, mb.seqgroups))
+    w = body + kernels
+    ops = in_order(body.ops, [p for p in kernels.ops if p.op.kind == "attention"],
+                   [p for p in kernels.ops if p.op.kind == "scan"], name=lambda p: p.op.name)
+    if last:
+        head = _kept(dep, ("head",), mb.sampled, lambda: priced(head_ops(m_, dt, par, mb.sampled)))
+        w = w + head
+        ops = ops + head.ops
+    return Work(w.split, w.comm_kinds, w.flops, w.bytes, ops)
+
+
+def _kept(dep, key: tuple, x, build) -> Work:
+    """``build()``, kept on ``dep`` under (``key``, x) when x is a plain number (module docstring)."""
+    if fast_ndim(x) != 0:
+        return build()
+    memo = dep.__dict__.get("_work_memo")
+    if memo is None:
+        memo = dep.__dict__["_work_memo"] = {}
+    k = key + (float(x),)
+    w = memo.get(k)
+    if w is None:
+        if len(memo) >= WORK_MEMO:
+            memo.clear()
+        w = memo[k] = build()
+    return w
 
 
 def prefill(dep, batch, input_len) -> StepCost:

@@ -139,13 +139,24 @@ def compute_time(p: dict, sms: int, peak: float, m, n, k, groups=1, spread: floa
     return waves.min(axis=0)
 
 
+def _fits(shape: tuple, into: tuple) -> bool:
+    """Whether an operand of ``shape`` broadcasts into ``into`` without growing it (np.broadcast_shapes
+    (into, shape) == into, without its dispatch)."""
+    if len(shape) > len(into):
+        return False
+    for d, e in zip(reversed(shape), reversed(into)):
+        if d != 1 and d != e:
+            return False
+    return True
+
+
 def _inplace(f, a, *rest):
     """f(a, *rest) written into ``a`` where the result has a's shape (no temporary), else a new array."""
     if not (isinstance(a, np.ndarray) and a.flags.writeable):
         return f(a, *rest)
     sa = a.shape
     for r in rest:   # each operand must broadcast into a's shape (plain numbers always do)
-        if type(r) is not float and type(r) is not int and np.broadcast_shapes(sa, np.shape(r)) != sa:
+        if type(r) is not float and type(r) is not int and not _fits(np.shape(r), sa):
             return f(a, *rest)
     return f(a, *rest, out=a)
 

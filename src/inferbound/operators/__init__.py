@@ -25,9 +25,9 @@ from .attention import (attended_pairs, attention_kinds, attention_op, attention
 from .layers import body_ops, experts_touched, head_ops, layer_ops
 from .op import Op, _merged_groups, group_key, regroup
 from .ssm import mixer_ops
-from .step_ops import decode_ops, forward_ops, prefill_ops, stage_ops
+from .step_ops import decode_ops, forward_ops, in_order, prefill_ops, stage_ops
 
 __all__ = ["Op", "attended_pairs", "attention_kinds", "attention_op", "attention_ops", "attention_reads",
-           "attention_shape", "body_ops", "decode_ops", "experts_touched", "forward_ops", "group_key", "head_ops",
+           "attention_shape", "body_ops", "decode_ops", "experts_touched", "forward_ops", "group_key", "head_ops", "in_order",
            "kind_of", "kind_reads", "layer_ops", "mixer_ops", "prefill_ops", "regroup", "sequence_attention",
            "stage_ops", "uniform_attention", "_merged_groups"]

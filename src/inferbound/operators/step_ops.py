@@ -23,16 +23,24 @@ def stage_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sampled, per_k
     group's attention kernel after its QKV projection, its scan after its state-space projection)."""
     layers = _merged_groups(m) if layers is None else layers
     body = body_ops(m, dt, par, tokens, layers, first, last, moe_imbalance)
-    att = iter(attention_ops(m, dt, par, layers, per_kind, tokens, sampled))
-    scans = iter(mixer_ops(m, dt, par, layers, seqgroups))
+    att = attention_ops(m, dt, par, layers, per_kind, tokens, sampled)
+    scans = mixer_ops(m, dt, par, layers, seqgroups)
+    return in_order(body, att, scans) + (head_ops(m, dt, par, sampled) if last else [])
+
+
+def in_order(body: list, att: list, scans: list, name=lambda x: x.name) -> list:
+    """The body's operators with each group's attention kernel after its QKV projection and its scan
+    after its state-space projection (execution order); ``name`` reads an item's operator name (priced
+    operators: ``lambda p: p.op.name``)."""
+    att, scans = iter(att), iter(scans)
     ops = []
     for op in body:
         ops.append(op)
-        if op.name == "attn_qkv":
+        if name(op) == "attn_qkv":
             ops.append(next(att))
-        elif op.name == "ssm_proj":
+        elif name(op) == "ssm_proj":
             ops.append(next(scans))
-    return ops + (head_ops(m, dt, par, sampled) if last else [])
+    return ops
 
 
 def forward_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, new, past, logits_per_seq=1,
