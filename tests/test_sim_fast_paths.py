@@ -50,7 +50,7 @@ def test_scalar_attention_equals_array_attention():
     dep = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, calibration="none")
     sm = StepModel(dep, 4096)
     sm.step(np.array([10.0]), [])
-    consts = sm._att[0][0][-1]
+    consts, dec_only = sm._att[0][0][-2:]
     assert consts is not None  # H100 has attention curves: the curve path is what is compared
     for load in [(150_000.0, 0.0, 150_000.0, 100.0, 100.0), (0.0, 245_350.0, 700.0, 700.0, 1.0),
                  (4_000.0, 300_000.0, 5_400.0, 960.0, 5.0)]:
@@ -58,6 +58,11 @@ def test_scalar_attention_equals_array_attention():
         arrays = attention_of(consts, *(np.array([x]) for x in load), np)
         for a, b in zip(scalar, arrays):
             assert a == pytest.approx(float(b[0]), rel=1e-12, abs=0.0), load
+    # decode-only steps: the bound decode kernel gives attention_of's (compute, memory, overhead) exactly
+    for dp, tokens, seqs in [(150_000.0, 100.0, 100.0), (1.0, 1.0, 1.0), (9.0e6, 512.0, 512.0), (0.0, 3.0, 3.0),
+                             (2.5e5, 40.0, 37.0)]:
+        _, _, c_s, m_s, o_s = attention_of(consts, dp, 0.0, dp, tokens, seqs, SCALAR)
+        assert dec_only(dp, tokens, seqs) == (c_s, m_s, o_s), (dp, tokens, seqs)
 
 
 def test_sequence_sums_by_hand():

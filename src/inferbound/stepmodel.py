@@ -29,7 +29,7 @@ import numpy as np
 from .deployment import Deployment
 from .energy import power_w, scalar_power
 from .operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of, mixer_ops
-from .kernel_pricing import attention_consts, attention_of
+from .kernel_pricing import attention_consts, attention_of, decode_only
 from .kernels.loadattention import SCALAR
 from .roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
 from .step import StepLoad, combine, micro_batches, of_sequences, send_seconds, sequence_sums, stages_of, uniform
@@ -294,7 +294,8 @@ class StepModel:
         count, and, per stage and layer group, the attention operator's coefficients: (kind, count, FLOPs
         per decode pair, per prefill pair, bytes per cached token, per new token) read off
         operators.attention_op, and its pricing: the kernel curves' constants
-        (kernel_pricing.attention_consts, priced by attention_of on floats) or None (the operator's Roof)."""
+        (kernel_pricing.attention_consts, priced by attention_of on floats) and the decode kernel bound to
+        them (kernel_pricing.decode_only, for steps without prefill pairs), or None (the operator's Roof)."""
         dep = self.dep
         m, dt, par = dep.model, dep.dtypes, dep.par
 
@@ -319,9 +320,10 @@ class StepModel:
                     return o
                 o1 = op(dec=1.0)
                 curve = kp.attention_curves(o1.shape, att_dt) if kp is not None else None
+                consts = None if curve is None else attention_consts(kp, *curve, o1.shape["attention"], att_dt)
                 coef.append((kind_of(grp), grp.count, float(np.asarray(o1.flops)), float(np.asarray(op(pre=1.0).flops)),
                              float(np.asarray(op(cached=1.0).bytes)), float(np.asarray(op(tokens=1.0).bytes)),
-                             None if curve is None else attention_consts(kp, *curve, o1.shape["attention"], att_dt)))
+                             consts, None if consts is None else decode_only(consts)))
             self._att.append(coef)
         self._power = scalar_power(dep.gpu, dep.compute_dtype)
         self._kinds = attention_kinds(m)
@@ -358,7 +360,7 @@ class StepModel:
         flops += h_flops
         moved += h_moved
         g = self._groups
-        for kind, count, f_dec, f_pre, b_cached, b_tok, consts in self._att[0]:
+        for kind, count, f_dec, f_pre, b_cached, b_tok, consts, dec_only in self._att[0]:
             dp, pp_, cached = att[kind]
             f, by = f_dec * dp + f_pre * pp_, b_cached * cached + b_tok * tokens
             if consts is None:
@@ -366,6 +368,10 @@ class StepModel:
                 t_op = r.time(f, by)
                 busy += (t_op - r.overhead) * count
                 over += r.overhead * count
+            elif pp_ <= 0:  # decodes only: the bound decode kernel (kernel_pricing.decode_only)
+                c_s, m_s, o_s = dec_only(dp / g, tokens / g, seqs / g)
+                busy += (c_s + m_s) * count
+                over += o_s * count
             else:
                 _, _, c_s, m_s, o_s = attention_of(consts, dp / g, pp_ / g, cached / g, tokens / g, seqs / g, SCALAR)
                 busy += (c_s + m_s) * count
