@@ -82,16 +82,26 @@ def estimates() -> float:
 
 
 def byte_compiled() -> bool:
-    """Whether the package's bytecode is cached (.ci/setup compiles it, as a wheel install does)."""
+    """Whether every module of the package has current cached bytecode (.ci/setup compiles it, as a wheel
+    install does): a .pyc whose header records the source's size and modification time."""
     import importlib.util
-    spec = importlib.util.find_spec("inferbound.step")
-    return Path(importlib.util.cache_from_source(spec.origin)).exists()
+    import inferbound
+    for src in Path(inferbound.__file__).parent.rglob("*.py"):
+        pyc = Path(importlib.util.cache_from_source(str(src)))
+        if not pyc.exists():
+            return False
+        head, st = pyc.read_bytes()[:16], src.stat()
+        flags = int.from_bytes(head[4:8], "little")
+        if flags == 0 and (int.from_bytes(head[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
+                           or int.from_bytes(head[12:16], "little") != st.st_size & 0xFFFFFFFF):
+            return False
+    return True
 
 
 def cli() -> float:
     est = cold([str(BIN / "inferbound"), "estimate"])
     print(f"inferbound estimate     cold {est:6.3f} s   (target <= 0.35 s: {verdict(est <= 0.35)}; bytecode "
-          f"{'cached' if byte_compiled() else 'NOT cached: every start recompiles (run bash .ci/setup)'})")
+          f"{'cached' if byte_compiled() else 'NOT current: starts recompile the package (run bash .ci/setup)'})")
     try:
         import llm_analysis  # noqa: F401
         la = cold([sys.executable, "-m", "llm_analysis.analysis", "infer", "--model_name",
