@@ -358,6 +358,10 @@ def test_local_workers_rule(monkeypatch):
     assert backends.local_workers(10 * per, 4) == (4 if backends.sys.platform.startswith("linux") else 1)
     assert backends.local_workers(2 * per, 8) in (1, 2)
     assert backends.local_workers(per - 1, 8) == 1
+    import multiprocessing
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True, raising=False)
+    assert backends.local_workers(100 * per, 8) == 1  # a daemonic process may not start workers
+    monkeypatch.undo()
     monkeypatch.setattr(backends.sys, "platform", "darwin")
     assert backends.local_workers(100 * per, 8) == 1
     with pytest.raises(ValueError, match=r"workers=1.5 must be an integer >= 1"):

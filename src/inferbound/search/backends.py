@@ -8,7 +8,8 @@ a pure function of its deployment and the workload; tests/test_search_backends.p
   process may use), over worker processes forked from it (Linux: nothing is re-imported, the layouts
   are inherited, only their figures travel back). The layout list goes out in contiguous chunks,
   ``chunks_per_worker`` per worker, gathered in order; fewer than ``min_layouts_per_worker`` layouts per
-  worker stay in one process (a fork and the results' trip back cost more than they save).
+  worker stay in one process (a fork and the results' trip back cost more than they save), and so does a
+  search inside a daemonic process (a multiprocessing pool's worker may not start processes).
 - ray: ``chunks_per_cpu`` x (cluster CPUs) contiguous chunks, one task per chunk, gathered back in chunk
   order. ``ray`` is an optional extra, imported only here and only when asked.
 """
@@ -63,6 +64,9 @@ def local_workers(layouts: int, workers: int | None = None) -> int:
     if int(workers) != workers or workers < 1:
         raise ValueError(f"workers={workers} must be an integer >= 1")
     if not sys.platform.startswith("linux"):  # fork is Linux's safe default; elsewhere one process
+        return 1
+    import multiprocessing
+    if multiprocessing.current_process().daemon:  # a pool's worker may not start processes of its own
         return 1
     return int(max(1, min(workers, layouts // int(conf["min_layouts_per_worker"]))))
 
