@@ -119,16 +119,15 @@ def trtllm_bench_limits(p: EngineProfile, kv_max_requests: float, input_len: flo
         raise ValueError(f"engine={p.key!r} has no trtllm-bench heuristic; allowed: trtllm profiles")
     raw_bs = min(kv_max_requests, b.bs_cap) / pp
     raw_tok = min(raw_bs * (1 + input_len / output_len), b.tokens_cap)
-    if raw_bs < 256:
-        bs = max(b.min_bs, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tok < 4096:
-        tok = max(b.min_tokens, 256 * math.ceil(raw_tok / 256))
-    elif raw_tok < 8192:
-        tok = 512 * math.ceil(raw_tok / 512)
-    else:
-        tok = 1024 * math.ceil(raw_tok / 1024)
-    return bs, tok
+    return (_round_up(raw_bs, b.min_bs, ((256, 32), (1024, 128)), 256),
+            _round_up(raw_tok, b.min_tokens, ((4096, 256), (8192, 512)), 1024))
+
+
+def _round_up(x: float, floor: int, steps: tuple, top_step: int) -> int:
+    """finetune_setting's rounding: up to a multiple of the step of the first (limit, step) with x < limit
+    (``top_step`` past the last), at least ``floor`` in the first band."""
+    for i, (limit, step) in enumerate(steps):
+        if x < limit:
+            v = step * math.ceil(x / step)
+            return max(floor, v) if i == 0 else v
+    return top_step * math.ceil(x / top_step)

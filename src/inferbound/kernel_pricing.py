@@ -35,8 +35,6 @@ overhead.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import kernels as K
@@ -328,32 +326,19 @@ _NONE = (0.0, 0.0, 0.0, 0.0)
 
 
 def decode_only(consts: tuple):
-    """:func:`attention_of` on plain floats for a step without prefill pairs, with the constants bound:
-    ``f(dec_pairs, tokens, sampled) -> (compute s, memory s, overhead s)``. The same operations in the same
-    order as loadattention.split_load / decode_part / smooth_max and binding_side (so the same floats;
-    tests/test_sim_fast_paths.py), without their per-call lookups."""
+    """:func:`attention_of` on plain floats for a step without prefill pairs, with the decode kernel's
+    constants evaluated once (loadattention.decode_constants): ``f(dec_pairs, tokens, sampled) ->
+    (compute s, memory s, overhead s)``, the same floats as attention_of (tests/test_sim_fast_paths.py)."""
     (pd, peak_d, bw, h, hk, dq_d, dv_d, tb, mla), _, f = consts
-    n_sat, lat, e_m, e_c = pd["n_sat"], pd["mem_latency_s"], pd["e_m"], pd["e_c"]
-    c_seq, c_head, q, over = pd["c_seq"], pd["c_head"], pd["q"], pd["overhead_s"]
-    hk = 1.0 if mla else hk
-    two_h, dqv = 2.0 * h, dq_d + dv_d
-    pe, per_seq = peak_d * e_c, c_seq + c_head * h
-    inv_q, ceil = 1.0 / q, math.ceil
+    dc = LA.decode_constants(pd, peak_d, bw, h, hk, dq_d, dv_d, mla)
+    kernel_of, side = LA.decode_kernel, binding_side
 
     def price(dec_pairs: float, tokens: float, sampled: float):
         if dec_pairs <= 0:
             return 0.0, 0.0, 0.0
-        d = max(min(sampled, tokens), 1e-12)
-        ell = dec_pairs / d
-        nbytes = dec_pairs * tb + d * h * dqv * 2.0
-        u = max(min(1.0, d * hk * ceil(ell / 256.0) / n_sat), 1e-12)
-        t_m = lat + nbytes / (bw * e_m * u)
-        t_c = two_h * dec_pairs * dqv / pe
-        hi = max(max(t_c, t_m), 1e-30)
-        kernel = d * per_seq + hi * ((t_c / hi) ** q + (t_m / hi) ** q) ** inv_q
-        if t_c >= t_m:
-            return kernel * f, 0.0 * f, over * f
-        return 0.0 * f, kernel * f, over * f
+        t_c, t_m, kernel, over = kernel_of(dc, tb, dec_pairs, min(sampled, tokens), LA.SCALAR)
+        _, _, comp, mem = side(kernel, t_c, t_m, LA.SCALAR)
+        return comp * f, mem * f, over * f
     return price
 
 

@@ -235,7 +235,7 @@ def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
     return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
 
 
-#: priced work kept per deployment (plain-number T or S), before the oldest is dropped
+#: priced bodies and heads kept per deployment (plain-number T or S); the memo is emptied when full
 WORK_MEMO = 512
 
 
@@ -269,7 +269,7 @@ def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -
 
 
 def _kept(dep, key: tuple, x, build) -> Work:
-    """``build()``, kept on ``dep`` under (``key``, x) when x is a plain number (module docstring)."""
+    """``build()``, kept on ``dep`` under (``key``, x) when x is a plain number (:func:`stage_work`)."""
     if fast_ndim(x) != 0:
         return build()
     memo = dep.__dict__.get("_work_memo")

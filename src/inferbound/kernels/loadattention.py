@@ -60,19 +60,32 @@ def soft_ceil(x, spread: float, xp=np):
 def decode_part(p: dict, peak: float, bw: float, heads, kv_heads, d_qk, d_v, token_bytes, dec_pairs, decodes,
                 latent: bool = False, xp=np):
     """(t_compute, t_memory, kernel seconds, fixed seconds) of the decode kernel (module docstring)."""
+    return decode_kernel(decode_constants(p, peak, bw, heads, kv_heads, d_qk, d_v, latent), token_bytes, dec_pairs,
+                         decodes, xp)
+
+
+def decode_constants(p: dict, peak: float, bw: float, heads, kv_heads, d_qk, d_v, latent: bool = False) -> tuple:
+    """What of the decode kernel's formula does not depend on the load, evaluated once (each product in
+    the order :func:`decode_kernel` would take it, so the same floats)."""
+    return (2.0 * heads, d_qk + d_v, heads, 1.0 if latent else kv_heads, p["n_sat"], p["mem_latency_s"],
+            bw * p["e_m"], peak * p["e_c"], p["c_seq"] + p["c_head"] * heads, p["q"], p["overhead_s"])
+
+
+def decode_kernel(c: tuple, token_bytes, dec_pairs, decodes, xp=np):
+    """:func:`decode_part` from its :func:`decode_constants` ``c``."""
+    two_h, dqv, heads, hk, n_sat, latency, bw_m, pe, per_seq, q, overhead = c
     has = dec_pairs > 0
     d = xp.maximum(decodes, 1e-12)
     ell = dec_pairs / d
-    nbytes = dec_pairs * token_bytes + d * heads * (d_qk + d_v) * 2.0
-    hk = 1.0 if latent else kv_heads
-    u = xp.maximum(xp.minimum(1.0, d * hk * xp.ceil(ell / 256.0) / p["n_sat"]), 1e-12)
-    t_m = p["mem_latency_s"] + nbytes / (bw * p["e_m"] * u)
-    t_c = 2.0 * heads * dec_pairs * (d_qk + d_v) / (peak * p["e_c"])
-    kernel = d * (p["c_seq"] + p["c_head"] * heads) + smooth_max(t_c, t_m, p["q"], xp)
+    nbytes = dec_pairs * token_bytes + d * heads * dqv * 2.0
+    u = xp.maximum(xp.minimum(1.0, d * hk * xp.ceil(ell / 256.0) / n_sat), 1e-12)
+    t_m = latency + nbytes / (bw_m * u)
+    t_c = two_h * dec_pairs * dqv / pe
+    kernel = d * per_seq + smooth_max(t_c, t_m, q, xp)
     if has is True:  # one float load with work: nothing to mask
-        return t_c, t_m, kernel, p["overhead_s"]
+        return t_c, t_m, kernel, overhead
     return (xp.where(has, t_c, 0.0), xp.where(has, t_m, 0.0), xp.where(has, kernel, 0.0),
-            xp.where(has, p["overhead_s"], 0.0))
+            xp.where(has, overhead, 0.0))
 
 
 def prefill_part(p: dict, peak: float, bw: float, sms: int, heads, kv_heads, d_qk, d_v, token_bytes, kv_elem,

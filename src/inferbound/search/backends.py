@@ -2,7 +2,8 @@
 
 Every backend runs :func:`evaluate.evaluate_layout` on every deployment and returns the results in
 layout order, so the ranking, frontier and table that follow are identical (each layout's figures are
-a pure function of its deployment and the workload; tests/test_search_backends.py).
+a pure function of its deployment and the workload; tests/test_search.py checks the forked and Ray
+backends against one process).
 
 - local: in this process, or, with ``workers`` > 1 (data/search.yaml ``local``: by default the CPUs this
   process may use), over worker processes forked from it (Linux: nothing is re-imported, the layouts
