@@ -119,7 +119,7 @@ def cli() -> float:
 
 def simulator(n: int, target_s: float, target_gb: float | None, runs: int = 1) -> None:
     """Wall time of ``n`` requests in a fresh process (median of ``runs``), its steps and peak memory."""
-    code = ("import time,resource;from inferbound.deployment import make_deployment;from inferbound.sim import simulate;"
+    code = ("import time,resource;from inferbound.deploy.deployment import make_deployment;from inferbound.sim import simulate;"
             "d=make_deployment(model='meta-llama/Llama-3.1-70B',gpu='h100_sxm',tp=4);t=time.perf_counter();"
             f"r=simulate(d,rate=8,requests={n},input_len=1024,output_len=256,seed=0);w=time.perf_counter()-t;"
             "print(w,r['steps'],resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")

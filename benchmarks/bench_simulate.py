@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
-from inferbound.deployment import make_deployment
+from inferbound.deploy.deployment import make_deployment
 from inferbound.sim import simulate
 
 MODEL, GPU, TP, RATE, INPUT, OUTPUT = "meta-llama/Llama-3.1-70B", "h100_sxm", 4, 8.0, 1024, 256

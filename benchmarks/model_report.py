@@ -2,7 +2,8 @@
 estimate with its per-phase bounds. Run: .venv/bin/python benchmarks/model_report.py"""
 from __future__ import annotations
 
-from inferbound import count_params, estimate, kv_bytes_per_token, load_model
+from inferbound import count_params, kv_bytes_per_token, load_model
+from inferbound import estimate
 
 # Published counts (model cards, as listed in shared/reference/models/README.md); "with_embedding"
 # marks cards whose activated count includes the input embedding (Qwen, Llama 4, Mixtral).

@@ -16,9 +16,9 @@ with warnings.catch_warnings():  # starlette's TestClient warns about httpx; not
     from fastapi.testclient import TestClient
 
 import inferbound as ib
-from inferbound import step
-from inferbound.estimate import decode_contexts
-from inferbound.memory import max_batch, max_context, memory_report
+from inferbound.step import contract as step
+from inferbound.workloads.static import decode_contexts
+from inferbound.deploy.memory import max_batch, max_context, memory_report
 from inferbound.model import catalog_files
 from inferbound.validation import predict_rows, read_csv
 from inferbound.web import create_app
@@ -519,7 +519,7 @@ COMPARE = {"workload": {"scenario": "serving", "concurrency": 16, "input_len": 1
 
 
 def test_compare_equals_python_api(client):
-    from inferbound import compare as cmp
+    from inferbound.faces import compare as cmp
     got = post(client, "/api/compare", COMPARE)
     workload, deps = cmp.parse(COMPARE)
     want = cmp.compare(workload, deps)

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from cli_helpers import assert_one_line_error
 from inferbound.cli import app
 from inferbound.model import catalog_files
-from inferbound.options import MAX_SIM_REQUESTS, SIM_REQUESTS_CLI_CAP
+from inferbound.faces.options import MAX_SIM_REQUESTS, SIM_REQUESTS_CLI_CAP
 from inferbound.validation.dataset import HEADER
 
 with warnings.catch_warnings():  # starlette's TestClient warns about httpx; not ours to fix

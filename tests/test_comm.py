@@ -13,10 +13,11 @@ import math
 import numpy as np
 import pytest
 
-from inferbound import comm, topology
-from inferbound.config import Parallelism
+from inferbound.pricing import comm
+from inferbound.deploy import topology
+from inferbound.deploy.config import Parallelism
 from inferbound.hardware import get_gpu
-from inferbound.topology import Link, Placement
+from inferbound.deploy.topology import Link, Placement
 
 KB, MB = 1e3, 1e6
 SIZES = [1 * KB, 1 * MB, 256 * MB]

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from inferbound import compare as cmp
+from inferbound.faces import compare as cmp
 from inferbound import make_deployment
 from inferbound.cli import app
-from inferbound.estimate import estimate
+from inferbound.workloads.static import estimate
 from inferbound.workloads.serving import serving
 
 DOC = """

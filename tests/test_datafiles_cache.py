@@ -4,7 +4,7 @@ import marshal
 
 import yaml
 
-from inferbound import datafiles
+from inferbound.base import datafiles
 
 
 def _fresh(text):

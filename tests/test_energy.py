@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from inferbound import step
+from inferbound.step import contract as step
 from inferbound.cli import app
-from inferbound.deployment import make_deployment
-from inferbound.energy import power_w
-from inferbound.estimate import estimate
+from inferbound.deploy.deployment import make_deployment
+from inferbound.pricing.energy import power_w
+from inferbound.workloads.static import estimate
 from inferbound.hardware import get_gpu
 from inferbound.workloads import max_throughput
 

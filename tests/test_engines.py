@@ -1,4 +1,4 @@
-"""Engine runtime profiles (data/engines.yaml via inferbound.engines).
+"""Engine runtime profiles (data/engines.yaml via inferbound.deploy.engines).
 
 Expected values are worked out by hand from the engine rules quoted in the YAML (SGLang server_args
 reserve formula, vLLM get_batch_defaults tiers, trtllm-bench finetune_setting), never copied from the
@@ -13,15 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inferbound.engine_rules import (
-    cuda_graph_cap,
-    kv_cache_bytes,
-    sglang_max_running,
-    sglang_mem_fraction,
-    tier_value,
-    trtllm_bench_limits,
-)
-from inferbound.engines import GIB, MIB, default_engine, engine_for_framework, get_engine, load_engines
+from inferbound.deploy.engine_rules import cuda_graph_cap, kv_cache_bytes, sglang_max_running, sglang_mem_fraction, tier_value, trtllm_bench_limits
+from inferbound.deploy.engines import GIB, MIB, default_engine, engine_for_framework, get_engine, load_engines
 
 MEASURED = Path("/work/shared/validation/measured.csv")
 H100_MIB = 81559 * MIB   # nvidia-smi memory.total of an H100-SXM 80GB

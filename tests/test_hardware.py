@@ -12,14 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inferbound.hardware import (
-    get_gpu,
-    gpu_table,
-    load_catalog,
-    peak_flops,
-    resolve_compute_dtype,
-    skipped_gpus,
-)
+from inferbound.hardware import get_gpu, gpu_table, load_catalog, peak_flops, resolve_compute_dtype, skipped_gpus
 
 SHARED = Path("/work/shared")
 DATA = resources.files("inferbound").joinpath("data")

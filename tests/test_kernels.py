@@ -1,4 +1,4 @@
-"""Kernel curves (inferbound.kernels, data/kernels.yaml): hand-computed forms, bounds, monotonicity,
+"""Kernel curves (inferbound.pricing.kernels, data/kernels.yaml): hand-computed forms, bounds, monotonicity,
 coverage and provenance of the shipped YAML, and no aiconfigurator / pyarrow at run time.
 
 These tests use only the shipped YAML (the fit extra is not needed).
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inferbound import kernels as K
+from inferbound.pricing import kernels as K
 from inferbound.hardware import load_catalog
-from inferbound.kernels import attention as att
-from inferbound.kernels import comm, gemm, moe
-from inferbound.kernels.curves import CLASSES, load_data
+from inferbound.pricing.kernels import attention as att
+from inferbound.pricing.kernels import comm, gemm, moe
+from inferbound.pricing.kernels.curves import CLASSES, load_data
 
 PKG = Path(K.__file__).resolve().parent
 DATA = load_data()
@@ -233,7 +233,7 @@ def test_yaml_provenance_header():
     prov = DATA["provenance"]
     for key in ("aiconfigurator_core", "generated", "method", "command", "source", "efficiencies_relative_to"):
         assert prov.get(key), key
-    text = (PKG.parent / "data" / "kernels.yaml").read_text()
+    text = (PKG.parents[1] / "data" / "kernels.yaml").read_text()
     assert text.startswith("# ") and "aiconfigurator-core" in text.splitlines()[1]
     assert "/work/" not in text and "/tmp/" not in text and "site-packages" not in text   # no machine paths
 
@@ -242,8 +242,8 @@ def test_per_gpu_sections_parse_to_the_whole_file():
     """curves.py parses one measured GPU's entry at a time: the parts must equal a parse of the whole."""
     import yaml
 
-    from inferbound.kernels import curves
-    whole = yaml.safe_load((PKG.parent / "data" / "kernels.yaml").read_text())
+    from inferbound.pricing.kernels import curves
+    whole = yaml.safe_load((PKG.parents[1] / "data" / "kernels.yaml").read_text())
     assert curves.load_data() == whole
     assert curves.measured_gpus() == list(whole["gpus"])
     for gid in whole["gpus"]:
@@ -319,7 +319,7 @@ def test_runtime_never_imports_aiconfigurator_or_pyarrow():
         names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         assert not [x for x in names if x.split(".")[0] in ("aiconfigurator_core", "aiconfigurator", "pyarrow")], path
-    code = ("import sys, inferbound.kernels as K; c = K.curves_for('h200_sxm'); K.gemm_time(c, 'bf16', 8, 4096, 4096);"
+    code = ("import sys, inferbound.pricing.kernels as K; c = K.curves_for('h200_sxm'); K.gemm_time(c, 'bf16', 8, 4096, 4096);"
             "K.moe_time(c, 'fp8_block', 64, 7168, 2048, 8, 256, 1, 8); K.collective_time(c, 'all_reduce', 1e6, 8);"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'aiconfigurator_core')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

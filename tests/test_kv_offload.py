@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from inferbound import offload
-from inferbound.deployment import make_deployment
+from inferbound.deploy import offload
+from inferbound.deploy.deployment import make_deployment
 from inferbound.hardware import get_gpu
-from inferbound.runtime import kv_capacity_bytes
+from inferbound.deploy.runtime import kv_capacity_bytes
 from inferbound.workloads import max_throughput
 
 
@@ -65,7 +65,7 @@ def test_offload_lifts_max_throughput_concurrency_on_gh200():
 
 
 def test_static_batch_fits_with_the_host_tier():
-    from inferbound.estimate import estimate
+    from inferbound.workloads.static import estimate
     plain = estimate(gh200(), batch=8, input_len=8192, output_len=1024)
     host = estimate(gh200(kv_offload="host"), batch=8, input_len=8192, output_len=1024)
     assert not plain.fits and host.fits

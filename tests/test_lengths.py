@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from inferbound import make_deployment, max_throughput
-from inferbound.memory import kv_bytes_per_gpu
+from inferbound.deploy.memory import kv_bytes_per_gpu
 from inferbound.workloads import steady_state
-from inferbound.workloads.lengths import (Mix, dataset_names, fixed, from_dataset, from_pairs, from_row_moments,
-                                          from_spec, workload_mix)
+from inferbound.workloads.lengths import Mix, dataset_names, fixed, from_dataset, from_pairs, from_row_moments, from_spec, workload_mix
 
 M8 = "meta-llama/Llama-3.1-8B"
 

@@ -24,9 +24,9 @@ import pytest
 from typer.testing import CliRunner
 
 from inferbound.cli import app
-from inferbound.deployment import make_deployment
-from inferbound.runtime import kv_capacity_bytes
-from inferbound.stepmodel import StepModel
+from inferbound.deploy.deployment import make_deployment
+from inferbound.deploy.runtime import kv_capacity_bytes
+from inferbound.step.table import StepModel
 from inferbound.workloads import max_throughput
 from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
 
@@ -393,7 +393,7 @@ def test_vllm_and_trtllm_operating_points_differ():
     """The issue's case (docs/scenarios/max-throughput.md): Llama-3.1-70B TP4 on H100, 1024 in / 1024 out.
     vLLM holds I + O/2 = 1536 tokens per sequence (blocks of 16: 96 blocks), TensorRT-LLM reserves
     I + O = 2048 (blocks of 32); their KV pools follow different rules; trtllm-bench sets its own limits."""
-    from inferbound.engines import get_engine
+    from inferbound.deploy.engines import get_engine
     from inferbound.workloads.steady_state import held_tokens
     kw = dict(model="llama-3.1-70b", gpu="h100_sxm", tp=4)
     v = max_throughput(make_deployment(**kw, engine="vllm"), input_len=1024, output_len=1024)

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inferbound import step
-from inferbound.config import Dtypes, Parallelism
-from inferbound.deployment import make_deployment
-from inferbound.estimate import estimate
+from inferbound.step import contract as step
+from inferbound.deploy.config import Dtypes, Parallelism
+from inferbound.deploy.deployment import make_deployment
+from inferbound.workloads.static import estimate
 from inferbound.hardware import get_gpu
-from inferbound.memory import max_batch, max_context, memory_report, weight_bytes_per_gpu
+from inferbound.deploy.memory import max_batch, max_context, memory_report, weight_bytes_per_gpu
 from inferbound.model import load_model
 
 MEASURED = Path("/work/shared/validation/measured.csv")

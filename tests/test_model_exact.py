@@ -31,8 +31,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
 
-from inferbound.model import (catalog_files, count_params, kv_bytes_for_context, load_model,
-                              state_bytes_per_sequence)
+from inferbound.model import catalog_files, count_params, kv_bytes_for_context, load_model, state_bytes_per_sequence
 from inferbound.model.kv import kv_values_per_token_layer
 
 hf_logging.set_verbosity_error()

@@ -165,7 +165,8 @@ def test_ids_with_other_tokens_are_not_guessed(typed):
 def test_gpt_oss_120b_fits_one_h100_by_default():
     """The issue's case: with the checkpoint's MXFP4 experts (~65 GB, above) the default deployment fits one
     80 GB H100 (Hopper runs MXFP4 through weight-only kernels), where bf16 weights (~234 GB) could not."""
-    from inferbound import estimate, make_deployment
+    from inferbound import estimate
+    from inferbound import make_deployment
     dep = make_deployment(model="openai/gpt-oss-120b", gpu="h100_sxm")
     assert dep.dtypes.weight == "fp4" and dep.compute_dtype in ("bf16", "fp16")
     e = estimate(dep, batch=1, input_len=1024, output_len=256)

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import inferbound.web as web_pkg
-from inferbound import options as opts
+from inferbound.faces import options as opts
 from inferbound.cli import app
 from inferbound.web import schemas
 

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inferbound import step
-from inferbound.config import Dtypes, Parallelism
+from inferbound.step import contract as step
+from inferbound.deploy.config import Dtypes, Parallelism
 from inferbound.hardware import get_gpu
-from inferbound.memory import kv_bytes_per_gpu
+from inferbound.deploy.memory import kv_bytes_per_gpu
 from inferbound.model import load_model
 from inferbound.operators import Op, attended_pairs, decode_ops, experts_touched, prefill_ops
-from inferbound.roofline import attention_dtype, price_op, price_step, ridge_point
+from inferbound.pricing.roofline import attention_dtype, price_op, price_step, ridge_point
 
 BF16 = Dtypes()
 TP1 = Parallelism()

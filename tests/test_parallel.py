@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from inferbound import step
-from inferbound import step as pipeline
+from inferbound.step import contract as step
+from inferbound.step import contract as pipeline
 from inferbound.cli import app
-from inferbound.collectives import comm_pricer
-from inferbound.config import Dtypes, Parallelism
-from inferbound.deployment import make_deployment
-from inferbound.estimate import estimate
-from inferbound.kernels import load_data
-from inferbound.memory import kv_bytes_per_gpu, memory_report, weight_bytes_per_gpu
+from inferbound.pricing.collectives import comm_pricer
+from inferbound.deploy.config import Dtypes, Parallelism
+from inferbound.deploy.deployment import make_deployment
+from inferbound.workloads.static import estimate
+from inferbound.pricing.kernels import load_data
+from inferbound.deploy.memory import kv_bytes_per_gpu, memory_report, weight_bytes_per_gpu
 from inferbound.model import load_model
 from inferbound.model.params import count_params
 from inferbound.operators import decode_ops, forward_ops
-from inferbound.roofline import price_step
+from inferbound.pricing.roofline import price_step
 from inferbound.validation.dataset import Row
 from inferbound.validation.predict import deployment_for, predict_static
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from inferbound import prefix
-from inferbound.deployment import make_deployment
+from inferbound.deploy import prefix
+from inferbound.deploy.deployment import make_deployment
 from inferbound.sim import Request, simulate
 from inferbound.workloads import steady_state
 from inferbound.workloads.features import Features

@@ -28,8 +28,8 @@ from typer.testing import CliRunner
 from cli_helpers import assert_one_line_error
 from inferbound.cli import app
 import inferbound.cli.search_cmd  # noqa: F401  (registers `search`)
-from inferbound.deployment import make_deployment
-from inferbound.estimate import estimate
+from inferbound.deploy.deployment import make_deployment
+from inferbound.workloads.static import estimate
 from inferbound.hardware import get_gpu, load_catalog
 from inferbound.hardware.prices import check_prices, merge_builtin_prices, parse_price_items, read_price
 from inferbound.search import search

@@ -14,17 +14,17 @@ import math
 import numpy as np
 import pytest
 
-from inferbound import kernels as K
-from inferbound import step
-from inferbound.config import Dtypes
-from inferbound.deployment import make_deployment
-from inferbound.kernel_pricing import KernelPricer, gemm_kernel_dtype, host_cost
-from inferbound.kernels import gemm as G
-from inferbound.kernels import load_data
-from inferbound.kernels.loadattention import SCALAR, soft_ceil as la_soft_ceil
+from inferbound.pricing import kernels as K
+from inferbound.step import contract as step
+from inferbound.deploy.config import Dtypes
+from inferbound.deploy.deployment import make_deployment
+from inferbound.pricing.kernel_pricing import KernelPricer, gemm_kernel_dtype, host_cost
+from inferbound.pricing.kernels import gemm as G
+from inferbound.pricing.kernels import load_data
+from inferbound.pricing.kernels.loadattention import SCALAR, soft_ceil as la_soft_ceil
 from inferbound.operators import Op
 from inferbound.operators.op import gemm_shape
-from inferbound.roofline import price_ops
+from inferbound.pricing.roofline import price_ops
 
 NO_SPREAD = {"efficiency.gemm_spread": 0.0}
 

@@ -19,11 +19,11 @@ from typer.testing import CliRunner
 from inferbound import make_deployment, max_throughput
 from inferbound.cli import app
 import inferbound.cli.search_cmd  # noqa: F401  (registers `search`)
-from inferbound.memory import kv_bytes_per_gpu
+from inferbound.deploy.memory import kv_bytes_per_gpu
 from inferbound.search import emit_command, pareto_mask, search
 from inferbound.search.result import Row
-from inferbound.stepmodel import StepModel
-from inferbound.topology import network_link
+from inferbound.step.table import StepModel
+from inferbound.deploy.topology import network_link
 from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
 
 M8 = "meta-llama/Llama-3.1-8B"
@@ -527,7 +527,7 @@ def test_a_gpu_override_is_not_served_from_another_searchs_tables():
     """The fine-grid GEMM tables are shared across step models (stepmodel._FINE_CACHE); a --gpu-set
     override of a peak keeps the GPU's id, so the key must carry the peaks themselves: a search with
     the fp8 peak set to 1 PFLOP/s after a plain one equals the same search in a fresh cache."""
-    from inferbound import stepmodel
+    from inferbound.step import table as stepmodel
     from inferbound.search import evaluate
     kw = dict(gpus=["h100_sxm"], max_gpus=1, dtypes=["fp8"], top=3)
     slow = {"peak_flops.fp8": 1.0e15}

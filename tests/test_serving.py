@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from inferbound import make_deployment
-from inferbound.estimate import estimate
+from inferbound.workloads.static import estimate
 from inferbound.sim import simulate
 from inferbound.workloads.serving import serving
 

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 import inferbound.cli.simulate_cmd  # noqa: F401  (registers `simulate` on the app)
 from inferbound.cli import app
-from inferbound.deployment import make_deployment
-from inferbound.memory import weight_bytes_per_gpu
-from inferbound.stepmodel import StepModel
-from inferbound.topology import link_defaults
+from inferbound.deploy.deployment import make_deployment
+from inferbound.deploy.memory import weight_bytes_per_gpu
+from inferbound.step.table import StepModel
+from inferbound.deploy.topology import link_defaults
 from inferbound.sim import Request, poisson, read_trace, simulate
 from inferbound.sim.blocks import BlockManager, blocks_for, kv_capacity_blocks
 

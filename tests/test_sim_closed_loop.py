@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from inferbound.cli import app
-from inferbound.deployment import make_deployment
+from inferbound.deploy.deployment import make_deployment
 from inferbound.sim import simulate
 
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferbound import make_deployment, step
-from inferbound.energy import power_w
-from inferbound.kernel_pricing import attention_of
-from inferbound.kernels.loadattention import SCALAR
+from inferbound import make_deployment
+from inferbound.step import contract as step
+from inferbound.pricing.energy import power_w
+from inferbound.pricing.kernel_pricing import attention_of
+from inferbound.pricing.kernels.loadattention import SCALAR
 from inferbound.sim.batch import DecodeBatch
-from inferbound.stepmodel import StepModel
+from inferbound.step.table import StepModel
 
 STEPS = [([100.0, 900.0, 3000.0], []),              # decodes only
          ([], [(0, 700)]),                           # one prompt chunk

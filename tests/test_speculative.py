@@ -10,12 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cli_helpers import assert_one_line_error
-from inferbound import speculative, step
+from inferbound.deploy import speculative
+from inferbound.step import contract as step
 from inferbound.cli import app
-from inferbound.deployment import make_deployment
-from inferbound.estimate import estimate
-from inferbound.kernel_pricing import host_cost
-from inferbound.memory import sequence_kv_bytes
+from inferbound.deploy.deployment import make_deployment
+from inferbound.workloads.static import estimate
+from inferbound.pricing.kernel_pricing import host_cost
+from inferbound.deploy.memory import sequence_kv_bytes
 
 I, O = 1024, 256
 
@@ -94,7 +95,7 @@ def test_draft_memory_by_hand():
     assert float(sequence_kv_bytes(dep, 1, 1000)) == pytest.approx(81_920 * 1003 + 1_024 * 1000, rel=1e-12)
     # the engine's KV cache loses the head's weights
     assert dep.runtime.speculative == "eagle"
-    from inferbound.runtime import kv_capacity_bytes
+    from inferbound.deploy.runtime import kv_capacity_bytes
     plain = dep70()
     assert kv_capacity_bytes(plain, plain.runtime) - kv_capacity_bytes(dep, dep.runtime) == \
         pytest.approx(layer + fc, rel=1e-9)

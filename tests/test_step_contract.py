@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferbound import estimate, make_deployment, max_throughput, step
+from inferbound import estimate
+from inferbound import make_deployment, max_throughput
+from inferbound.step import contract as step
 from inferbound.sim import simulate
-from inferbound.stepmodel import StepModel
+from inferbound.step.table import StepModel
 from inferbound.workloads import steady_state
 from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
 

@@ -30,13 +30,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from inferbound import step
+from inferbound.step import contract as step
 from inferbound.calibration import Calibration, load_file
 from inferbound.calibration.fit import Param, fit
 from inferbound.cli import app
 from inferbound.hardware import get_gpu
 from inferbound.validation import predict_rows, read_csv
-from inferbound.runtime import profile_for_framework
+from inferbound.deploy.runtime import profile_for_framework
 from inferbound.validation.predict import deployment_for
 from cli_helpers import assert_one_line_error  # noqa: E402
 

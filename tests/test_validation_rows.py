@@ -160,7 +160,7 @@ def test_attention_dp_column_prices_the_dep_layout(tmp_path):
     assert (a.par.tp, a.par.dp, a.par.ep, a.par.attention_dp) == (4, 1, 4, False)
     assert (b.par.tp, b.par.dp, b.par.ep, b.par.attention_dp) == (1, 4, 4, True)
     assert b.par.attention_groups == 4 and b.par.replicas == 1 and b.par.moe_group == 4
-    from inferbound.memory import kv_bytes_per_gpu
+    from inferbound.deploy.memory import kv_bytes_per_gpu
     assert float(kv_bytes_per_gpu(a.model, a.dtypes, a.par, 1, 1)) == (512 + 64) * 61
     # four sequences under DEP4 put one on each rank: the busiest GPU holds one latent per token
     assert float(kv_bytes_per_gpu(b.model, b.dtypes, b.par, 4, 1)) == (512 + 64) * 61

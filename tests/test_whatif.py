@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from inferbound import estimate, make_deployment
+from inferbound import estimate
+from inferbound import make_deployment
 from inferbound.cli import app
 from inferbound.hardware import get_gpu
 from inferbound.hardware.whatif import parse_scales, scale_gpu

@@ -1,4 +1,4 @@
-"""Attention curves (inferbound.kernels.attention) fitted to the attention and MLA tables.
+"""Attention curves (inferbound.pricing.kernels.attention) fitted to the attention and MLA tables.
 
 - prefill: context_attention_perf (full-attention rows), per backend and attention (compute) dtype;
   held-out: 25 % of the (heads, kv_heads, head_dim) configurations; transfer: sliding-window rows.
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from inferbound.kernels.attention import decode_time, prefill_time
+from inferbound.pricing.kernels.attention import decode_time, prefill_time
 
-from .common import CurveFit, GpuCtx
-from .fitting import Param, ape_stats, fit, holdout_mask
-from .tables import framework_version, read, rel, subset, tables
+from ..common import CurveFit, GpuCtx
+from ..fitting import Param, ape_stats, fit, holdout_mask
+from ..tables import framework_version, read, rel, subset, tables
 
 KVB = {"bfloat16": 2.0, "fp8": 1.0}
 DT = {"bfloat16": "bf16", "fp8": "fp8"}

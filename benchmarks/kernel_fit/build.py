@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from inferbound.datafiles import data_yaml
+from inferbound.base.datafiles import data_yaml
 from inferbound.hardware import load_catalog
-from inferbound.kernels.curves import _FAMILY, derive
+from inferbound.pricing.kernels.curves import _FAMILY, derive
 
-from .common import CurveFit
-from .fitting import ape_stats
-from .priors import SM_COUNTS, TEMPLATE, TILES, memory_generation
+from ..common import CurveFit
+from ..fitting import ape_stats
+from ..priors import SM_COUNTS, TEMPLATE, TILES, memory_generation
 
 CLASS_KEY = {"gemm": "gemm", "moe": "moe", "prefill": "attention_prefill", "decode": "attention_decode",
              "mla_prefill": "mla_prefill", "mla_decode": "mla_decode"}
@@ -72,7 +72,7 @@ def hbm_type(gid: str) -> str | None:
 
 def generation_fractions(entries: dict, exclude: str | None = None) -> dict:
     """Median streaming fraction of the trtllm bf16 GEMM curve (M=1, N=K=8192) per memory generation."""
-    from inferbound.kernels.gemm import gemm_time
+    from inferbound.pricing.kernels.gemm import gemm_time
 
     by_gen: dict[str, list[float]] = {}
     for gid, e in entries.items():

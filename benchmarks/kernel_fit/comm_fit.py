@@ -1,4 +1,4 @@
-"""Collective curves (inferbound.kernels.comm): two alpha-beta lines per (GPU, collective, algorithm, n).
+"""Collective curves (inferbound.pricing.kernels.comm): two alpha-beta lines per (GPU, collective, algorithm, n).
 
 Sources: nccl_perf (nccl-tests binaries; all_reduce, all_gather, reduce_scatter, alltoall; fp16 rows,
 bytes = message_size·2 since the collector logs elements), custom_allreduce_perf of TensorRT-LLM
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from inferbound.kernels.comm import line_time, traffic_factor
+from inferbound.pricing.kernels.comm import line_time, traffic_factor
 
-from .common import CurveFit, GpuCtx
-from .fitting import Param, ape_stats, fit
-from .tables import framework_version, read, rel, tables
+from ..common import CurveFit, GpuCtx
+from ..fitting import Param, ape_stats, fit
+from ..tables import framework_version, read, rel, tables
 
 
 def _sources(ctx: GpuCtx):

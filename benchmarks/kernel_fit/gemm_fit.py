@@ -1,4 +1,4 @@
-"""Dense GEMM curves (inferbound.kernels.gemm) fitted to gemm_perf tables, per GPU and kernel dtype.
+"""Dense GEMM curves (inferbound.pricing.kernels.gemm) fitted to gemm_perf tables, per GPU and kernel dtype.
 
 Structure (tm_min, k_min) is chosen by grid search on the training rows; the continuous parameters
 by least squares. Held-out: 25 % of the distinct (N, K) weight shapes are left out of the fit and
@@ -8,11 +8,11 @@ curve on that engine's older tables (version drift).
 """
 from __future__ import annotations
 
-from inferbound.kernels.gemm import gemm_time
+from inferbound.pricing.kernels.gemm import gemm_time
 
-from .common import AIC_DTYPE, DTYPES, CurveFit, GpuCtx
-from .fitting import Param, ape_stats, fit, holdout_mask
-from .tables import framework_version, read, rel, subset, tables
+from ..common import AIC_DTYPE, DTYPES, CurveFit, GpuCtx
+from ..fitting import Param, ape_stats, fit, holdout_mask
+from ..tables import framework_version, read, rel, subset, tables
 
 CONT = [Param("e_c", 0.75, 0.05, 1.0), Param("e_m", 0.8, 0.05, 1.0),
         Param("overhead_s", 2.0, 0.0, 1000.0, 1e-6), Param("mem_latency_s", 2.0, 0.0, 40.0, 1e-6),

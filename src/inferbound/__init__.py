@@ -15,13 +15,14 @@ only what it runs).
 """
 from __future__ import annotations
 
-from .estimate import Estimate, estimate  # noqa: F401  (eager: the submodule shares the function's name)
-from .lazy import lazy_exports
+from .workloads.static import Estimate, estimate  # noqa: F401  (eager: the submodule shares the function's name)
+from .base.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Dtypes": "config", "Parallelism": "config", "Deployment": "deployment", "make_deployment": "deployment",
+    "Dtypes": "deploy.config", "Parallelism": "deploy.config", "Deployment": "deploy.deployment",
+    "make_deployment": "deploy.deployment",
     "GPU": "hardware", "get_gpu": "hardware",
     "load_catalog": "hardware", "ModelSpec": "model", "count_params": "model", "kv_bytes_per_token": "model",
     "load_model": "model",

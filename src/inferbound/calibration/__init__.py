@@ -1,4 +1,4 @@
 """Calibration against measured data: fitted efficiency factors, cross-validation, error bands."""
-from .factors import Calibration, load_file, packaged, resolve
+from ..deploy.calibration import Calibration, load_file, packaged, resolve
 
 __all__ = ["Calibration", "load_file", "packaged", "resolve"]

@@ -63,7 +63,7 @@ def _ratio(num, den) -> float | None:
 def bands_from(rows, oof: dict, fitted) -> dict:
     """The calibration's ``bands`` from out-of-fold errors ``oof`` ({'gpu': errors, 'source': errors, ...},
     arrays aligned with ``rows``) and the fitted predictions (in-sample, used where no CV ran)."""
-    from ..kernels import curves_for
+    from ..pricing.kernels import curves_for
     from .fit import row_features
     schemes = [list(oof[k]) for k in ("gpu", "source") if k in oof]
     if not schemes:  # no cross-validation: in-sample errors (narrower than they should be; said in 'basis')
@@ -123,7 +123,7 @@ def widening(cal, dep) -> tuple[float, list[str]]:
 
 
 def _widening(cal, dep) -> tuple[float, list[str]]:
-    from ..kernels import curves_for
+    from ..pricing.kernels import curves_for
     b = cal.bands or {}
     ext = b.get("extrapolation") or {}
     cov = b.get("coverage") or {}

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..kernel_pricing import host_cost
+from ..pricing.kernel_pricing import host_cost
 from ..validation.dataset import Row
 from ..validation.predict import deployment_for, predict_rows
-from .factors import Calibration
+from ..deploy.calibration import Calibration
 
 #: log-space prior widths by kind: a kernel-class factor 1.35x off costs as much as one row 2x off
 PRIOR_SIGMA = {"kernel": 0.3, "step_s": 1.0, "seq_s": 1.5}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ..options import PRICES
+from ..faces.options import PRICES
 from . import app
 from .common import GpuFile, Json, console, labelled, print_json, run
 from .params import annotation, parse
@@ -13,7 +13,7 @@ from .params import annotation, parse
 def models(json: Json = False) -> None:
     """List the bundled model catalog: parameters, layers, attention type, KV bytes per token."""
     def body():
-        from ..report import model_rows
+        from ..faces.report import model_rows
         rows = model_rows()
         if json:
             return print_json(rows)

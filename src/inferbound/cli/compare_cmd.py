@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..options import Opt
+from ..faces.options import Opt
 from .common import console, print_json, warn, writable_file
 from .params import command
 
@@ -28,7 +28,7 @@ def _fmt(v) -> str:
                     "CLI option names): TTFT, TPOT, tok/s per GPU and per user, J/token, $/M tokens, fit, bound, "
                     "and each figure's ratio to the first deployment.", OPTS)
 def compare(o: dict) -> None:
-    from .. import compare as cmp
+    from ..faces import compare as cmp
     if o["file"] is None:
         raise ValueError("file is missing; allowed: a comparison YAML file (inferbound compare FILE.yaml)")
     writable_file(o["csv"], "--csv", ".csv")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..options import ESTIMATE as SCENARIO, LENGTHS, STATIC, Opt, any_given
+from ..faces.options import ESTIMATE as SCENARIO, LENGTHS, STATIC, Opt, any_given
 from .common import console, gb, labelled, ms, print_json, warn
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
@@ -34,8 +34,8 @@ def strict_exit(o: dict, fits: bool) -> None:
                      "energy, cost, memory and what binds each phase. Engine: --engine (default vLLM, engines.yaml).",
          DEPLOYMENT_AND_ENGINE, STATIC, SCENARIO, LENGTHS, JSON)
 def estimate(o: dict) -> None:
-    from .. import report
-    from ..estimate import estimate as run_estimate
+    from ..faces import report
+    from ..workloads.static import estimate as run_estimate
     dep = deployment_from(o)
     lengths = _lengths(o)
     if o["scenario"] == "serving":
@@ -73,7 +73,7 @@ def _lengths(o: dict):
 
 
 def _serving(o: dict, dep, lengths) -> None:
-    from .. import report
+    from ..faces import report
     from ..workloads.serving import serving
     if (o["rate"] is None) == (o["concurrency"] is None):
         raise ValueError("--scenario serving needs exactly one of --rate (requests/s) or --concurrency (clients)")
@@ -199,7 +199,7 @@ def show_estimate(e) -> None:
 @command("roofline", "Per-operator roofline of the prefill step and a mid-generation decode step, collectives "
                      "beside the operators.", DEPLOYMENT_AND_ENGINE, STATIC, JSON)
 def roofline(o: dict) -> None:
-    from .. import report
+    from ..faces import report
     dep = deployment_from(o)
     batch, input = o["batch"], o["input_len"]
     out = report.roofline(dep, batch, input, o["output_len"])
@@ -230,7 +230,7 @@ def roofline(o: dict) -> None:
 @command("memory", "Memory per GPU (weights, KV, activations, reserve), fit under the engine's KV allocation, "
                    "max batch and max context.", DEPLOYMENT_AND_ENGINE, STATIC, JSON)
 def memory(o: dict) -> None:
-    from .. import report
+    from ..faces import report
     dep = deployment_from(o)
     out = report.memory(dep, o["batch"], o["input_len"], o["output_len"])
     if o["json"]:

@@ -13,7 +13,7 @@ from typing import Annotated, Callable
 
 import typer
 
-from ..options import DEPLOYMENT, ENGINE, Opt, engine_options
+from ..faces.options import DEPLOYMENT, ENGINE, Opt, engine_options
 from . import app
 from .common import parse_sets, run
 
@@ -106,7 +106,7 @@ def deployment_from(v: dict):
     """The deployment of parsed option values (DEPLOYMENT + ENGINE groups), its request lengths checked
     against the model's context (contextlen.py: refused, or a warning in its notes with
     --allow-long-context)."""
-    from ..deployment import make_deployment
+    from ..deploy.deployment import make_deployment
     return context_checked(make_deployment(**deployment_kwargs(v)), v)
 
 
@@ -119,7 +119,7 @@ def context_checked(dep, v: dict):
         return dep
     from dataclasses import replace
 
-    from ..contextlen import context_note
+    from ..deploy.contextlen import context_note
     note = context_note(dep.model, v.get("input_len"), v.get("output_len"), bool(v.get("allow_long_context")))
     return dep if note is None else replace(dep, notes=(*dep.notes, note))
 

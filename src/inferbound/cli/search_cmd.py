@@ -7,7 +7,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from ..options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, LENGTHS, SEARCH, Opt, engine_options
+from ..faces.options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, LENGTHS, SEARCH, Opt, engine_options
 from .common import console, labelled, print_json, warn, writable_file
 from .params import command
 
@@ -52,7 +52,7 @@ def search(o: dict) -> None:
         writable_file(path, field, suffix)  # suffix and folder checked before the sweep
     engine, emit = o["engine"], o["emit"]
     if engine is not None:
-        from ..runtime import profile_of
+        from ..deploy.runtime import profile_of
         profile_of(engine)  # an unknown engine or version: one line now, not after the sweep
     if emit is not None and engine is not None and engine.split("@")[0] != emit:
         raise ValueError(f"--emit={emit!r} differs from --engine={engine!r}: the launch command must be the engine "
@@ -67,7 +67,7 @@ def search(o: dict) -> None:
                   engine_options=engine_options(o), gpu_overrides=o["gpu_set"], gpu_files=o["gpu_file"],
                   prices=o["prices"],
                   lengths=_lengths(o), gpu_scale=o["gpu_scale"])
-    from ..contextlen import context_note
+    from ..deploy.contextlen import context_note
     from ..model import load_model
     model = load_model(o["model"])  # input_len + output_len checked against its context before the sweep
     long_context = None if kwargs["lengths"] is not None else \

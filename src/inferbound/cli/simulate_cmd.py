@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..options import SERVING, SIM_REQUESTS_CLI_CAP, Opt
+from ..faces.options import SERVING, SIM_REQUESTS_CLI_CAP, Opt
 from .common import console, print_json, warn, writable_file
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 

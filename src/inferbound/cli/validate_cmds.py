@@ -35,7 +35,7 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
         writable_file(out, "out", ".csv")  # output paths checked before the predictions, not after
         writable_file(plot_file, "plot", ".png")
         if engine is not None:
-            from ..runtime import profile_of
+            from ..deploy.runtime import profile_of
             profile_of(engine)  # an unknown engine: one line now
         cal = resolve(calibration)  # a bad path fails here, once, with exit code 2
         calib = cal if cal is not None else "none"

@@ -46,11 +46,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from inferbound.datafiles import load_yaml
-from inferbound.dtypes import DTYPES
+from inferbound.base.datafiles import load_yaml
+from inferbound.base.dtypes import DTYPES
 from inferbound.hardware.precision import peak_flops, resolve_compute_dtype  # noqa: F401  (re-export)
-from inferbound.hardware.prices import (LEGACY_KEY, check_prices, merge_builtin_prices, price_fields, read_price,
-                                        with_price)
+from inferbound.hardware.prices import LEGACY_KEY, check_prices, merge_builtin_prices, price_fields, read_price, with_price
 from inferbound.hardware.spec import GPU, Efficiency, Power
 
 HARDWARE_ENV = "INFERBOUND_HARDWARE_PATH"

@@ -20,7 +20,7 @@ Rules (``resolve_compute_dtype``):
 """
 from __future__ import annotations
 
-from inferbound.dtypes import DTYPES, check
+from inferbound.base.dtypes import DTYPES, check
 from inferbound.hardware.spec import GPU
 
 #: weight formats served by integer-dequantizing GEMM kernels on any tensor-core GPU

@@ -8,7 +8,7 @@ units (TFLOP/s, GB, TB/s, GB/s, Gb/s); ``catalog.py`` converts them once, at loa
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from inferbound.dtypes import DTYPES
+from inferbound.base.dtypes import DTYPES
 
 
 class Efficiency(BaseModel):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from .families import core, flag, sized
+from .fields import core, flag, sized
 from .layout import top_k, group_layers, moe_layout
 from .spec import MoE
 from .ssm import DeltaNetSpec, Mamba2Spec, MambaSpec

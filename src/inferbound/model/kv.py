@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import bytes_per_element
+from ..base.dtypes import bytes_per_element
 from .spec import LayerGroup, ModelSpec
 from .ssm import conv_state_values, recurrent_state_values
 

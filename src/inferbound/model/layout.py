@@ -21,6 +21,7 @@ i >= ``first_k_dense_replace``; ``llama4`` ``moe_layers`` or (i+1) % ``interleav
 from __future__ import annotations
 
 from .spec import LayerGroup, MoE
+from .fields import sized
 from .validate import Reader
 
 #: layer_types entries, legacy names included (transformers' _LEGACY_LAYER_TYPE_REMAP)
@@ -139,7 +140,6 @@ def top_k(r: Reader, n_exp: int, *keys: str) -> int:
 def moe_layout(r: Reader, fam: str, rule: str | None, n: int, d: int, defaults: dict, size_defaults: dict,
                ff: int):
     """(MoE or None, is_moe(layer index), dense MLP width) for a family's MoE rule."""
-    from .families import sized
     no = (None, lambda i: False, ff)
     if rule is None:
         return no

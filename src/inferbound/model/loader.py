@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import data_yaml
+from ..base.datafiles import data_yaml
 from .families import ALIASES, SUPPORTED, builders
 from .quant import implied_by_id, parse_quantization
 from .spec import ModelSpec

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import bytes_per_element
+from ..base.dtypes import bytes_per_element
 from .ssm import conv_dim, conv_state_values, recurrent_state_values
 
 #: Gated DeltaNet prefill chunk (flash-linear-attention chunk_gated_delta_rule, BT = 64)

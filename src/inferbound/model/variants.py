@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..datafiles import data_yaml
+from ..base.datafiles import data_yaml
 
 
 @dataclass(frozen=True)

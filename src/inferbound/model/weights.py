@@ -12,7 +12,7 @@ embeddings, norms and router at bf16: 673 GB, plus 11.6 GB for the MTP module. T
 """
 from __future__ import annotations
 
-from ..dtypes import BITS, check
+from ..base.dtypes import BITS, check
 from .params import count_params
 from .quant import Quantization
 from .spec import ModelSpec

@@ -20,8 +20,7 @@ Modules: ``op`` (the Op record, collectives), ``attention`` (pairs, cache reads,
 ``layers`` (projections, MLP/experts, norms, embedding, LM head), ``ssm`` (state-space scans),
 ``step_ops`` (a stage's operators in order).
 """
-from .attention import (attended_pairs, attention_kinds, attention_op, attention_ops, attention_reads,
-                        attention_shape, kind_of, kind_reads, sequence_attention, uniform_attention)
+from .attention import attended_pairs, attention_kinds, attention_op, attention_ops, attention_reads, attention_shape, kind_of, kind_reads, sequence_attention, uniform_attention
 from .layers import body_ops, experts_touched, head_ops, layer_ops
 from .op import Op, _merged_groups, group_key, regroup
 from .ssm import mixer_ops

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import Dtypes, Parallelism
-from ..dtypes import bytes_per_element
+from ..deploy.config import Dtypes, Parallelism
+from ..base.dtypes import bytes_per_element
 from ..model.kv import kv_values_per_token_layer
 from ..model.spec import LayerGroup, ModelSpec
 from .op import Op, _act_bytes, _group_label

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import Dtypes, Parallelism
-from ..dtypes import bytes_per_element, component_weight_bytes
+from ..deploy.config import Dtypes, Parallelism
+from ..base.dtypes import bytes_per_element, component_weight_bytes
 from ..model.params import attention_params, expert_params, mlp_params, router_params
 from ..model.ssm import ssm_params
 from ..model.spec import LayerGroup, ModelSpec
 from .attention import attention_shape
-from .op import (Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce, gemm_shape,
-                 weight_format)
+from .op import Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce, gemm_shape, weight_format
 
 
 def _tokens(x):

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config import Dtypes, Parallelism
-from ..dtypes import bytes_per_element
+from ..deploy.config import Dtypes, Parallelism
+from ..base.dtypes import bytes_per_element
 from ..model.spec import LayerGroup, ModelSpec
 
 

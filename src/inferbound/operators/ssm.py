@@ -11,7 +11,7 @@ DeltaNet's chunked form on tensor cores at the compute dtype.
 """
 from __future__ import annotations
 
-from ..config import Dtypes, Parallelism
+from ..deploy.config import Dtypes, Parallelism
 from ..model.spec import LayerGroup, ModelSpec
 from ..model.ssm_cost import mixer_cost
 from .op import Op, _act_bytes, _group_label

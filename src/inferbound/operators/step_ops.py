@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import Dtypes, Parallelism
+from ..deploy.config import Dtypes, Parallelism
 from ..model.spec import LayerGroup, ModelSpec
 from .attention import attention_ops, uniform_attention
 from .layers import body_ops, head_ops

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import step
-from ..deployment import make_deployment
-from ..estimate import decode_contexts, estimate, no_kv_cache_decode_time
+from ..step import contract as step
+from ..deploy.deployment import make_deployment
+from ..workloads.static import decode_contexts, estimate, no_kv_cache_decode_time
 from ..model import kv_bytes_per_token
 from ..operators import decode_ops
 from ..validation import group_summary, predict_rows, read_csv, summarize

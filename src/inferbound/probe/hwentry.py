@@ -26,7 +26,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from ..config import Dtypes, Parallelism
+from ..deploy.config import Dtypes, Parallelism
 from ..model import load_model
 from ..operators import forward_ops
 from .device import DeviceInfo

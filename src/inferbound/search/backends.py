@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..deployment import Deployment
+from ..deploy.deployment import Deployment
 from .evaluate import LayoutPoints, Workload, evaluate_layout
 from .space import search_defaults
 

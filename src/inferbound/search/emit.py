@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 import shlex
 
-from ..datafiles import data_yaml
-from ..engines import _vtuple, get_engine
+from ..base.datafiles import data_yaml
+from ..deploy.engines import _vtuple, get_engine
 from .result import Row
 
 ENGINES = ("vllm", "sglang", "trtllm")

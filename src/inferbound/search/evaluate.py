@@ -52,12 +52,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..deployment import Deployment
-from ..energy import power_w
-from ..memory import kv_bytes_per_gpu
-from ..sim.engine import kv_link, transfer_seconds
-from ..step import uniform
-from ..stepmodel import StepModel
+from ..deploy.deployment import Deployment
+from ..pricing.energy import power_w
+from ..deploy.memory import kv_bytes_per_gpu
+from ..sim.event_loop import kv_link, transfer_seconds
+from ..step.contract import uniform
+from ..step.table import StepModel
 from ..workloads import steady_state
 from ..workloads.lengths import Mix, fixed
 from ..workloads.max_throughput import MAX_THROUGHPUT_GRID
@@ -200,7 +200,7 @@ def prefill_batches(k_max: int) -> list[int]:
 def _prefill_step(sm: StepModel, mix: Mix, k: int, budget: int):
     """(seconds, watts per GPU) of one prefill step of k prompts in the mix's shares; a prompt longer
     than the token budget runs alone in chunks of the budget."""
-    from ..prefix import cached_tokens
+    from ..deploy.prefix import cached_tokens
     cached = [float(cached_tokens(sm.dep.runtime, i)) for i in mix.inputs]  # prefix hits (prefix.py)
     if k == 1 and max(mix.inputs) > budget:
         secs = joules = 0.0

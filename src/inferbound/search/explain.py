@@ -3,13 +3,13 @@
 The configuration's steady-state step (workloads/steady_state.py: D decodes at the mean context plus
 D/(O − 1) prompts aggregated, D decodes alone in a disaggregated decode pool) priced by the same
 tabulated step contract the evaluation used (stepmodel.py), explained as every step is
-(``inferbound.explain.phase``): its bound (compute, memory or communication) and the shares >= 1 %.
+(``inferbound.step.explain.phase``): its bound (compute, memory or communication) and the shares >= 1 %.
 """
 from __future__ import annotations
 
-from ..deployment import Deployment
-from ..explain import phase
-from ..stepmodel import StepModel
+from ..deploy.deployment import Deployment
+from ..step.explain import phase
+from ..step.table import StepModel
 from ..workloads import steady_state
 from ..workloads.lengths import Mix
 

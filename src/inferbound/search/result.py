@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..deployment import Deployment
-from ..memory import weight_bytes_per_gpu
+from ..deploy.deployment import Deployment
+from ..deploy.memory import weight_bytes_per_gpu
 from .evaluate import Workload
 from .metrics import SENSE, UNITS, Constraint, Points, check_metric
 from .pareto import pareto_mask

@@ -23,17 +23,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-from ..datafiles import data_yaml
-from ..calibration.factors import resolve as resolve_calibration
-from ..config import Parallelism
-from ..deployment import Deployment, make_deployment
+from ..base.datafiles import data_yaml
+from ..deploy.calibration import resolve as resolve_calibration
+from ..deploy.config import Parallelism
+from ..deploy.deployment import Deployment, make_deployment
 from ..hardware import GPU, apply_overrides, get_gpu, load_catalog
 from ..hardware.prices import apply_prices, check_prices
 from ..hardware.whatif import parse_scales, scale_gpu
-from ..memory import weight_bytes_per_gpu
-from ..runtime import runtime_reserve_bytes
+from ..deploy.memory import weight_bytes_per_gpu
+from ..deploy.runtime import runtime_reserve_bytes
 from ..model import ModelSpec
-from ..topology import island_size, link_defaults
+from ..deploy.topology import island_size, link_defaults
 
 
 def search_defaults() -> dict:

@@ -20,10 +20,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..deployment import Deployment, make_deployment
-from ..explain import band
+from ..deploy.deployment import Deployment, make_deployment
+from ..step.explain import band
 from .config import engine_config, runtime_with
-from .engine import Run, simulate_run
+from .event_loop import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
 from .metrics import request_table, summarize
 from .requests import Request, poisson, read_trace
@@ -128,7 +128,7 @@ def _with_prefixes(reqs: list[Request], rt) -> tuple[list[Request], list[str]]:
     --shared-prefix-len), where they name none of their own (a trace's prefix ids win)."""
     from dataclasses import replace
 
-    from .. import prefix
+    from ..deploy import prefix
     named = any(r.prefix_id >= 0 for r in reqs)
     if named and not rt.prefix_caching:
         return reqs, [f"the trace names shared prefixes but {rt.label} runs without prefix caching: no hits"]
@@ -157,7 +157,7 @@ def _feature_summary(run: Run, cfg) -> dict:
 
 def _dataset_lengths(name: str):
     """(input_len, output_len, input_dist, output_dist, notes) of a dataset profile (workloads/lengths.py)."""
-    from ..datafiles import data_yaml
+    from ..base.datafiles import data_yaml
     from ..workloads.lengths import from_dataset
     mix = from_dataset(name)  # its errors name the field
     p = data_yaml("datasets.yaml")["datasets"][name]

@@ -17,9 +17,9 @@ device's (``host_blocks``); the scheduler reads the blocks in use beyond the dev
 """
 from __future__ import annotations
 
-from ..deployment import Deployment
-from ..memory import kv_bytes_per_gpu
-from ..runtime import Runtime, kv_capacity_bytes
+from ..deploy.deployment import Deployment
+from ..deploy.memory import kv_bytes_per_gpu
+from ..deploy.runtime import Runtime, kv_capacity_bytes
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -30,7 +30,7 @@ def blocks_for(tokens: int, block_size: int) -> int:
 def block_bytes_per_gpu(dep: Deployment, block_size: int, rt: Runtime | None = None) -> float:
     """Bytes one block (block_size tokens of one sequence, all layers counted full) takes on its GPU, the
     draft's KV of those tokens included under speculative decoding."""
-    from ..speculative import drafter_of
+    from ..deploy.speculative import drafter_of
     b = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, block_size))
     dr = drafter_of(dep, rt or dep.runtime)
     if dr is not None and dr.model is not None:
@@ -40,7 +40,7 @@ def block_bytes_per_gpu(dep: Deployment, block_size: int, rt: Runtime | None = N
 
 def host_blocks(dep: Deployment, rt: Runtime) -> int:
     """Blocks of one replica's host KV tier (0 without kv_offload=host)."""
-    from ..offload import tier_of
+    from ..deploy.offload import tier_of
     tier = tier_of(dep, rt)
     if tier is None:
         return 0

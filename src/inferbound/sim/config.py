@@ -7,10 +7,10 @@ attention-DP replica schedules and caches its own sequences; the step model pric
 """
 from __future__ import annotations
 
-from ..deployment import Deployment
-from ..runtime import Runtime, resolve
+from ..deploy.deployment import Deployment
+from ..deploy.runtime import Runtime, resolve
 from .blocks import host_blocks, kv_capacity_blocks
-from .engine import PREEMPTION, EngineConfig
+from .event_loop import PREEMPTION, EngineConfig
 
 
 def _int(name: str, value, low: int) -> int:
@@ -54,8 +54,8 @@ def engine_config(dep: Deployment, rt: Runtime | None = None, replicas=None, pre
     if px and replicas not in (None, 1):
         raise ValueError(f"replicas={replicas} is for aggregated mode; with prefill/decode replicas leave it unset")
     blocks = kv_capacity_blocks(dep, rt) if num_blocks is None else _int("num_blocks", num_blocks, 1)
-    from ..offload import defaults as offload_defaults
-    from ..speculative import spec_of
+    from ..deploy.offload import defaults as offload_defaults
+    from ..deploy.speculative import spec_of
     host = host_blocks(dep, rt)
     return EngineConfig(block_size=rt.block_size, max_num_batched_tokens=budget, max_num_seqs=seqs,
                         num_blocks=blocks + host, preemption=pre, replicas=reps if not px else px + dx,

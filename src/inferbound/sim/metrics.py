@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..energy import dollars_per_second, per_million
-from .engine import Run
+from ..pricing.energy import dollars_per_second, per_million
+from .event_loop import Run
 
 PCTS = (50, 90, 99)
 

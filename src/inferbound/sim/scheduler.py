@@ -51,7 +51,7 @@ from collections import deque
 
 import numpy as np
 
-from ..stepmodel import StepModel
+from ..step.table import StepModel
 from .batch import DecodeBatch, Prefilling
 from .blocks import BlockManager, blocks_for
 from .ledger import Ledger

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..energy import power_w
-from ..speculative import with_verify_host
-from ..step import of_sequences
+from ..pricing.energy import power_w
+from ..deploy.speculative import with_verify_host
+from ..step.contract import of_sequences
 
 
 class StepPricer:

@@ -4,7 +4,7 @@ Names load on first use: importing ``validation.dataset`` (the schema's metric l
 bands read) does not import the predictors and the whole pricing stack behind them."""
 from __future__ import annotations
 
-from ..lazy import lazy_exports
+from ..base.lazy import lazy_exports
 
 _EXPORTS = {"LATENCY_METRICS": "dataset", "THROUGHPUT_METRICS": "dataset", "Row": "dataset", "read_csv": "dataset",
             "group_summary": "metrics", "summarize": "metrics",

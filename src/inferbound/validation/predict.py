@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 
-from ..deployment import Deployment, make_deployment
-from ..engines import engine_for_framework, get_engine
-from ..estimate import estimate
-from .. import step
-from ..memory import weight_bytes_per_gpu
+from ..deploy.deployment import Deployment, make_deployment
+from ..deploy.engines import engine_for_framework, get_engine
+from ..workloads.static import estimate
+from ..step import contract as step
+from ..deploy.memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
 from ..workloads.lengths import Mix, from_dataset, from_row_moments
 from .dataset import PERCENTILES, Row

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel
 
-from ..deployment import Deployment, make_deployment
+from ..deploy.deployment import Deployment, make_deployment
 from .errors import ApiError, log, to_api_error
 from .modelsource import resolve_model
 from .schemas import DeploymentIn

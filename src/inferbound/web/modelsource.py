@@ -24,7 +24,7 @@ import json
 import re
 from functools import lru_cache
 
-from ..contextlen import context_note
+from ..deploy.contextlen import context_note
 from ..model import ModelSpec, alias_of, catalog_files, parse_config
 from ..model.variants import Variant, resolve_variant
 from .errors import ApiError

@@ -7,9 +7,9 @@ from functools import lru_cache
 from fastapi import APIRouter
 
 from .. import __version__
-from .. import options as opts
+from ..faces import options as opts
 from ..calibration import resolve as resolve_calibration
-from ..dtypes import DTYPES
+from ..base.dtypes import DTYPES
 from ..hardware import gpu_table, load_catalog, skipped_gpus
 from ..workloads.lengths import dataset_names
 from . import schemas
@@ -28,7 +28,7 @@ def available(module: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _model_rows() -> list[dict]:
-    from ..report import model_rows  # the same rows as `inferbound models --json`
+    from ..faces.report import model_rows  # the same rows as `inferbound models --json`
     return jsonable(model_rows())
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from .. import compare as cmp
-from ..options import DEPLOYMENT, ENGINE
+from ..faces import compare as cmp
+from ..faces.options import DEPLOYMENT, ENGINE
 from .budget import Deadline, OverBudget, heavy_slot, seconds_for
 from .compute import check_scenario
 from .errors import FIELD_RE, ApiError, jsonable, log

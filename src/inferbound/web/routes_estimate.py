@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from .. import report
-from ..estimate import estimate as run_estimate
+from ..faces import report
+from ..workloads.static import estimate as run_estimate
 from ..workloads import max_throughput
 from ..workloads.serving import serving
 from ..workloads.steady_state import as_mix

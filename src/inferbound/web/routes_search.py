@@ -21,7 +21,7 @@ from .budget import Deadline, OverBudget, heavy_slot, seconds_for
 from .compute import computing, lengths_of
 from .errors import ApiError, jsonable
 from .modelsource import resolve_model
-from ..options import ENGINE, engine_options
+from ..faces.options import ENGINE, engine_options
 from .schemas import MAX_SEARCH_SIZE, SearchIn
 
 

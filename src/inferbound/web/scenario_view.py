@@ -33,13 +33,13 @@ import math
 
 import numpy as np
 
-from ..explain import bound_of, explain
-from ..memory import MemoryReport, activation_bytes, kv_bytes_per_gpu, weight_bytes_per_gpu
-from ..offload import tier_of
-from ..prefix import pool_tokens
-from ..runtime import draft_weight_bytes, kv_capacity_bytes, runtime_reserve_bytes
-from ..speculative import spec_of
-from ..stepmodel import StepModel
+from ..step.explain import bound_of, explain
+from ..deploy.memory import MemoryReport, activation_bytes, kv_bytes_per_gpu, weight_bytes_per_gpu
+from ..deploy.offload import tier_of
+from ..deploy.prefix import pool_tokens
+from ..deploy.runtime import draft_weight_bytes, kv_capacity_bytes, runtime_reserve_bytes
+from ..deploy.speculative import spec_of
+from ..step.table import StepModel
 from ..workloads import steady_state
 from ..workloads.lengths import Mix
 from ..workloads.max_throughput import MAX_THROUGHPUT_GRID, bench_limits

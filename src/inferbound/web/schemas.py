@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from .. import options as opts
-from ..dtypes import DType
+from ..faces import options as opts
+from ..base.dtypes import DType
 
 #: caps on the work one request may ask for
 MAX_GPUS = opts.MAX_GPUS
@@ -127,7 +127,7 @@ class ModelIn(Checked):
     @classmethod
     def _engine(cls, v):
         if v is not None:
-            from ..runtime import profile_of
+            from ..deploy.runtime import profile_of
             profile_of(v)  # ValueError naming the engine or version and the known ones: 422 on this field
         return v
 
@@ -145,7 +145,7 @@ class ModelIn(Checked):
         """eagle, mtp or ngram. ``draft:MODEL`` is refused here: the library loads a draft model by name, which
         looks for a local path of that name first, and the API reads no file a client names."""
         if v is not None:
-            from ..speculative import parse_method
+            from ..deploy.speculative import parse_method
             method, _ = parse_method(v)  # ValueError naming the value and the allowed methods: 422 on this field
             if method == "draft":
                 raise ValueError(f"speculative={v!r}: a draft model is not offered by the web API (the library would "

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import offload, prefix, speculative
-from ..step import add_work, uniform
+from ..deploy import offload, prefix, speculative
+from ..step.contract import add_work, uniform
 
 
 class Features:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datafiles import data_yaml
+from ..base.datafiles import data_yaml
 
 SAMPLE = 20_000  # draws that represent a distribution spec
 CLASSES = 16     # length classes a distribution or trace is grouped into
@@ -135,7 +135,7 @@ def from_trace(path) -> Mix:
 def from_options(values: dict) -> Mix | None:
     """The Mix of parsed option values (options.LENGTHS beside input_len/output_len), or None for fixed
     lengths."""
-    from ..options import LENGTHS, any_given
+    from ..faces.options import LENGTHS, any_given
     if not any_given(values, LENGTHS):
         return None
     trace = values.get("trace")

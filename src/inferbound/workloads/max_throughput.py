@@ -32,12 +32,12 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from ..deployment import Deployment, make_deployment
-from ..energy import dollars_per_second, per_million, power_w
-from ..explain import band, phase
-from ..engine_rules import trtllm_bench_limits
-from ..runtime import profile_of
-from ..stepmodel import StepModel
+from ..deploy.deployment import Deployment, make_deployment
+from ..pricing.energy import dollars_per_second, per_million, power_w
+from ..step.explain import band, phase
+from ..deploy.engine_rules import trtllm_bench_limits
+from ..deploy.runtime import profile_of
+from ..step.table import StepModel
 from . import steady_state
 from .lengths import Mix, describe
 
@@ -119,7 +119,7 @@ def finite_run(sm, rt, mix: Mix, d: float, t: float, n: float) -> float:
     c = float(steady_state.concurrency(d, mix, rt))
     if n <= c:
         budget = rt.token_budget * sm.dep.par.attention_groups
-        from ..prefix import cached_tokens
+        from ..deploy.prefix import cached_tokens
         new = mix.mean_input - float(np.dot(mix.weights, cached_tokens(rt, np.asarray(mix.inputs, dtype=float))))
         tokens = n * new
         steps = np.ceil(tokens / budget)
@@ -146,8 +146,8 @@ def _decode_token_s(sm, rt, decode, mix: Mix):
 def uniform_prompts(m, mix: Mix, tokens: float, rt=None):
     """A step that prefills ``tokens`` new prompt tokens in the mix's shares (after each class's cached
     prefix under ``rt``, prefix.py)."""
-    from ..prefix import cached_tokens
-    from ..step import uniform
+    from ..deploy.prefix import cached_tokens
+    from ..step.contract import uniform
     cached = [float(cached_tokens(rt, i)) if rt is not None else 0.0 for i in mix.inputs]
     new = [i - c for i, c in zip(mix.inputs, cached)]
     mean_new = float(np.dot(mix.weights, new))
@@ -176,7 +176,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     m, par = dep.model, dep.par
     groups = par.attention_groups
     caps, capacity, kv_seq = steady_state.caps(dep, mix, None, rt)
-    from ..offload import tier_of
+    from ..deploy.offload import tier_of
     tier = tier_of(dep, rt)
     host = tier.capacity_bytes if tier is not None else 0.0
     seqs_kv = groups * (capacity + host) / kv_seq if kv_seq > 0 else np.inf

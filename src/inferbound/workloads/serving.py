@@ -44,10 +44,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..deployment import Deployment, make_deployment
-from ..energy import dollars_per_second, per_million, power_w
-from ..explain import phase
-from ..stepmodel import StepModel
+from ..deploy.deployment import Deployment, make_deployment
+from ..pricing.energy import dollars_per_second, per_million, power_w
+from ..step.explain import phase
+from ..step.table import StepModel
 from . import steady_state
 from .lengths import Mix, describe
 from .max_throughput import MAX_THROUGHPUT_GRID

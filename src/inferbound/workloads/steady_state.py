@@ -55,9 +55,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..memory import kv_bytes_per_gpu, sequence_kv_bytes
-from ..runtime import kv_capacity_bytes
-from ..step import StepLoad, uniform
+from ..deploy.memory import kv_bytes_per_gpu, sequence_kv_bytes
+from ..deploy.runtime import kv_capacity_bytes
+from ..step.contract import StepLoad, uniform
 from .features import Features
 from .lengths import Mix, fixed
 
@@ -94,7 +94,7 @@ def concurrency(decode, mix: Mix | float, rt=None):
 
 
 def _tau(rt) -> float:
-    from ..speculative import spec_of
+    from ..deploy.speculative import spec_of
     s = spec_of(rt)
     return 1.0 if s is None else s.tau
 
@@ -130,7 +130,7 @@ def kv_per_decoder(dep, mix: Mix, rt, decode_only: bool = False) -> tuple[float,
     the KV capacity bytes per GPU left for sequences: the engine's allocation less one copy of a shared
     prefix per attention group). Speculative decoding adds k slots and the draft's KV per sequence
     (memory.sequence_kv_bytes); a shared prefix is not held per sequence (prefix.py)."""
-    from .. import prefix
+    from ..deploy import prefix
     groups = dep.par.attention_groups
     p = 0.0 if decode_only else prompts_per_decode(mix) * _tau(rt)
     shared = np.atleast_1d(prefix.shared_held_tokens(rt, np.asarray(mix.inputs, dtype=float)))
@@ -182,7 +182,7 @@ def prompt_steps(sm, decode, context, chunk, prompt: float, cached: float = 0.0,
     """(seconds, joules per GPU) of the steps that carry one prompt of ``prompt`` new tokens after ``cached``
     ones in chunks of ``chunk`` beside ``decode`` decodes at ``context`` (arrays over D; module
     docstring); ``fx``: the runtime's features (verify passes, drafts, host reads)."""
-    from ..energy import power_w
+    from ..pricing.energy import power_w
     dec = np.asarray(decode, dtype=float)
     rest = np.full(np.broadcast(dec, chunk).shape, float(prompt))
     past = np.full_like(rest, float(cached))

@@ -1,0 +1,136 @@
+"""Small typed configs validated at the edge: dtypes and parallel layout."""
+# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
+# strings to compile and evaluate when each model class is defined, at every import)
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..base.dtypes import BITS, DTYPES
+
+
+#: the weight components a quantized format applies to when nothing narrower is said: every linear layer
+LINEAR_COMPONENTS = ("attention", "ssm", "dense_mlp", "routed_experts", "shared_experts")
+
+
+class Dtypes(BaseModel):
+    """Storage and compute formats. ``kv=None`` means "as the activations" (engines' default).
+
+    ``weight_components``: the ParamCount components stored at ``weight`` (None: every linear layer;
+    a checkpoint such as gpt-oss stores only its routed experts in MXFP4); the other weights stay at
+    ``high_precision``. ``weight_bits``: stored bits per quantized weight with its scales, as the
+    checkpoint's quantization_config gives them (None: dtypes.py's default scales). ``weight_source``:
+    where the weight format came from (``explicit``, ``checkpoint`` or ``default``), so outputs can say.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    weight: str = "bf16"
+    act: str = "bf16"
+    kv: str | None = None
+    emulate: bool = Field(default=False, description="allow formats the GPU lacks (weight-only emulation)")
+    weight_components: tuple[str, ...] | None = None
+    weight_bits: float | None = Field(default=None, gt=0)
+    weight_source: str = "explicit"
+
+    @field_validator("weight", "act", "kv")
+    @classmethod
+    def _known(cls, v: str | None, info):
+        if v is not None and v not in BITS:
+            raise ValueError(f"{info.field_name}_dtype={v!r} unknown; allowed: {', '.join(DTYPES)}")
+        return v
+
+    @field_validator("act")
+    @classmethod
+    def _act_compute(cls, v: str):
+        if v == "int4":
+            raise ValueError("act_dtype='int4' is not a compute format; allowed: fp32, bf16, fp16, fp8, int8, fp4")
+        return v
+
+    @property
+    def kv_dtype(self) -> str:
+        """KV-cache format: as given, else the activations' when they are bf16/fp16/fp8, FP8 with FP4
+        activations (NVIDIA's NVFP4 ModelOpt checkpoints set kv_cache_quant_algo FP8, and TensorRT-LLM
+        serves them with an FP8 cache: its NVFP4 perf-overview rows), else bf16."""
+        if self.kv is not None:
+            return self.kv
+        if self.act == "fp4":
+            return "fp8"
+        return self.act if self.act in ("bf16", "fp16", "fp8") else "bf16"
+
+    def stored_at(self, component: str) -> bool:
+        """Whether weight ``component`` is stored at the ``weight`` format (else at high precision)."""
+        return component in (self.weight_components or LINEAR_COMPONENTS)
+
+    @property
+    def high_precision(self) -> str:
+        """Format of tensors kept unquantized (embeddings, LM head, norms): bf16 unless fp16/fp32 asked."""
+        return self.act if self.act in ("fp16", "fp32") else "bf16"
+
+
+class Parallelism(BaseModel):
+    """Parallel layout of one deployment: tensor, pipeline, expert and data parallel sizes.
+
+    GPUs used = tp·pp·dp. EP reuses the GPUs of a MoE layer rather than adding any: the tp GPUs of a
+    replica, or all tp·dp GPUs when ``attention_dp`` makes the dp ranks one replica whose attention
+    is data parallel and whose experts are spread over every rank (DeepSeek-style); ``ep`` must divide
+    that group, and the rest splits each expert (expert TP). ``nodes`` spreads the GPUs over machines.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tp: int = Field(default=1, ge=1)
+    pp: int = Field(default=1, ge=1)
+    ep: int = Field(default=1, ge=1)
+    dp: int = Field(default=1, ge=1)
+    attention_dp: bool = Field(default=False, description="attention data-parallel beside EP (DeepSeek)")
+    nodes: int = Field(default=1, ge=1)
+    sequence_parallel: bool = Field(default=False, description="reduce-scatter + all-gather instead of all-reduce")
+    pp_split: tuple[int, ...] | None = Field(default=None, description="layers per pipeline stage (uneven allowed)")
+    microbatches: int | None = Field(default=None, ge=1, description="pipeline micro-batches (default min(batch, pp))")
+    collective_algo: str = Field(default="auto", description="auto ring tree oneshot twoshot nvls")
+    comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of collective time hidden behind compute")
+
+    @field_validator("collective_algo")
+    @classmethod
+    def _algo(cls, v: str) -> str:
+        allowed = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
+        if v not in allowed:
+            raise ValueError(f"collective_algo={v!r} unknown; allowed: {', '.join(allowed)}")
+        return v
+
+    @model_validator(mode="after")
+    def _ep_divides(self) -> "Parallelism":
+        if self.attention_dp and self.ep == 1:
+            raise ValueError("attention_dp=True needs ep > 1")
+        if self.pp_split is not None:
+            if len(self.pp_split) != self.pp or min(self.pp_split) < 1:
+                raise ValueError(f"pp_split={list(self.pp_split)} must list {self.pp} positive layer counts (one per stage)")
+        return self
+
+    @property
+    def attention_groups(self) -> int:
+        """Independent attention groups in a replica: dp with attention data parallel, else 1."""
+        return self.dp if self.attention_dp else 1
+
+    @property
+    def replicas(self) -> int:
+        """Independent model replicas (dp copies, unless dp serves as attention data parallel)."""
+        return 1 if self.attention_dp else self.dp
+
+    @property
+    def moe_group(self) -> int:
+        """GPUs that share one MoE layer's experts: tp, or tp·dp with attention data parallel."""
+        return self.tp * self.attention_groups
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel split inside each expert: (GPUs sharing the MoE layer) / ep."""
+        return self.moe_group // self.ep
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of one model replica (the dp copies multiply throughput, not latency)."""
+        return self.tp * self.pp * (self.dp if self.attention_dp else 1)

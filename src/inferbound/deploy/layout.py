@@ -1,0 +1,40 @@
+"""Rules a parallel layout must satisfy for a model on a GPU type."""
+from __future__ import annotations
+
+from .config import Parallelism
+from ..hardware import GPU
+from ..model import ModelSpec
+from .topology import check_nodes, island_size
+
+
+def check_layout(m: ModelSpec, gpu: GPU, par: Parallelism) -> None:
+    """Raise ValueError naming the offending field when the layout cannot run."""
+    if par.tp > m.num_heads:
+        raise ValueError(f"tp={par.tp} exceeds the {m.num_heads} attention heads of {m.name}; allowed: "
+                         f"divisors of {m.num_heads}")
+    if m.num_heads % par.tp:
+        raise ValueError(f"tp={par.tp} must divide num_heads={m.num_heads} of {m.name}")
+    if par.pp > m.num_layers:
+        raise ValueError(f"pp={par.pp} exceeds num_layers={m.num_layers} of {m.name}")
+    if par.ep > 1 and m.moe is None:
+        raise ValueError(f"ep={par.ep} needs a mixture-of-experts model; {m.name} is dense")
+    if par.moe_group % par.ep:
+        raise ValueError(f"ep={par.ep} must divide the GPUs sharing a MoE layer, "
+                         f"tp{'*dp' if par.attention_dp else ''}={par.moe_group} (experts reuse those GPUs)")
+    if m.moe is not None and par.ep > 1 and m.moe.num_experts % par.ep:
+        raise ValueError(f"ep={par.ep} must divide num_experts={m.moe.num_experts} of {m.name}")
+    if par.attention_dp and m.moe is None:
+        raise ValueError(f"attention_dp needs a mixture-of-experts model; {m.name} is dense")
+    if par.pp_split is not None and sum(par.pp_split) != m.num_layers:
+        raise ValueError(f"pp_split={list(par.pp_split)} sums to {sum(par.pp_split)}, but {m.name} has "
+                         f"{m.num_layers} layers")
+    check_nodes(gpu, par)
+    if par.collective_algo in ("oneshot", "twoshot", "nvls") and not gpu.nvlink:
+        raise ValueError(f"collective_algo={par.collective_algo!r} assumes an NVLink/NVSwitch fabric, but "
+                         f"{gpu.id} is PCIe-only; allowed: auto, ring, tree")
+    if par.collective_algo == "nvls" and not gpu.nvls:
+        raise ValueError(f"collective_algo='nvls' needs NVLink SHARP (NVSwitch gen3+), which {gpu.id} lacks; "
+                         f"allowed: auto, ring, tree, oneshot, twoshot")
+    if par.collective_algo in ("oneshot", "twoshot", "nvls") and par.tp > island_size(gpu, par):
+        raise ValueError(f"collective_algo={par.collective_algo!r} needs the TP group (tp={par.tp}) inside one "
+                         f"NVLink island of {island_size(gpu, par)} GPUs; allowed: auto, ring, tree")

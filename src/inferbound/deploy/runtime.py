@@ -1,0 +1,283 @@
+"""An engine's runtime settings for one deployment, and the one rule that sizes its KV cache.
+
+``engines.py`` types the cited engine profiles of data/engines.yaml; here a profile meets a deployment
+(its GPU's memory, its TP size, its attention-DP groups) and the user's overrides, and becomes a
+:class:`Runtime`: block size, token budget and running-sequence cap per attention group (each
+data-parallel rank schedules its own, engines.yaml ``dp_*_scope``), chunked prefill and mixed steps,
+KV reservation (``max``: prompt + max output held from admission, TensorRT-LLM's GUARANTEED_NO_EVICT;
+``current``: blocks as the sequence grows, preempting when they run out: vLLM, SGLang), preemption,
+the largest CUDA-graph decode batch, and the memory fraction of the engine's KV rule.
+
+KV capacity per GPU (``kv_capacity_bytes``), with M the GPU's memory, W the weights per GPU, A the
+activations of a profiling step at the token budget, N the non-torch reserve (runtime.yaml) and f the
+engine's fraction (engine_rules.kv_cache_bytes):
+
+    total_fraction (vLLM ``gpu_memory_utilization``):   KV = f·M − W − A − N
+    static_fraction (SGLang ``mem_fraction_static``):    KV = f·M − W      (f automatic by GPU and TP)
+    free_fraction (TensorRT-LLM ``kv_cache_free_gpu_memory_fraction``):  KV = f·(M − W − A − N)
+    static_max_len (gpt-fast, llama.cpp: one static batch): KV = M − W − A − N
+
+Every caller (memory fit and max batch, max throughput, search, the simulator's block pool) sizes the
+cache with this function.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .engine_rules import cuda_graph_cap, kv_cache_bytes, sglang_max_running, tier_value
+from .engines import EngineProfile, default_engine, engine_for_framework, get_engine
+from ..base.datafiles import data_yaml
+
+RESERVATIONS = ("max", "current")
+PREEMPTIONS = ("recompute", "swap", "none")
+
+
+def runtime_reserve_bytes() -> float:
+    """Non-torch memory per GPU (CUDA context, library workspaces, NCCL buffers): data/runtime.yaml."""
+    return float(data_yaml("runtime.yaml")["memory"]["runtime_reserve_bytes"])
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One engine's settings for one deployment (module docstring); limits are per attention group."""
+
+    engine: str  # name@version
+    label: str
+    continuous: bool
+    kv_rule: str
+    memory_fraction: float | None  # None: SGLang's automatic fraction for this GPU and TP
+    block_size: int
+    token_budget: int
+    max_num_seqs: int | None  # None: SGLang's automatic cap (from the KV pool)
+    chunked_prefill: bool
+    mixed_batches: bool
+    reservation: str
+    preemption: str
+    cuda_graph_max_batch: int
+    prefix_caching: bool
+    sliding_window: bool
+    overridden: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())  # adjustments the user should know about (printed as warnings)
+    # issue 14 features (FEATURES below; docs/features/*.md): speculative decoding, prefix caching, KV offload
+    speculative: str | None = None  # draft:MODEL | eagle | mtp | ngram (speculative.py)
+    spec_tokens: int = 0  # k tokens drafted per step
+    acceptance: float = 0.0  # a, probability a drafted token is accepted
+    prefix_hit_rate: float = 0.0  # share of each prompt's tokens found in the prefix cache (prefix.py)
+    shared_prefix_len: int = 0  # tokens of a system prompt every request shares
+    kv_offload: str = "none"  # none | host (offload.py)
+    kv_offload_bytes: float | None = None  # host KV pool per GPU (None: the default rule)
+
+    @property
+    def name(self) -> str:
+        return self.engine.split("@", 1)[0]
+
+    def describe(self) -> str:
+        """'vLLM 0.33.0 (V1): block 16, budget 8192, max 1024 seqs, gpu_memory_utilization 0.92'."""
+        frac = "auto" if self.memory_fraction is None else f"{self.memory_fraction:g}"
+        seqs = "auto" if self.max_num_seqs is None else f"{self.max_num_seqs}"
+        extra = ""
+        if self.speculative is not None:
+            extra += f", speculative {self.speculative} k={self.spec_tokens} a={self.acceptance:g}"
+        if self.prefix_hit_rate:
+            extra += f", prefix hit rate {self.prefix_hit_rate:g}"
+        if self.shared_prefix_len:
+            extra += f", shared prefix {self.shared_prefix_len} tokens"
+        if self.kv_offload != "none":
+            extra += f", KV offload {self.kv_offload}"
+        return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
+                f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}{extra}")
+
+
+def profile_of(engine: str | None = None, version: str | None = None) -> EngineProfile:
+    """The engine profile named (``vllm``, ``vllm@0.6.3``, ``sglang``, ``trtllm``; None: the default)."""
+    if engine is None:
+        engine, version = default_engine()
+    if "@" in engine:
+        engine, version = engine.split("@", 1)
+    return get_engine(engine, version)
+
+
+def profile_for_framework(text: str) -> EngineProfile:
+    """The profile a validation row's ``framework`` text names (engines.yaml ``frameworks``)."""
+    return get_engine(*engine_for_framework(text))
+
+
+def _reservation(p: EngineProfile) -> str:
+    kind = p.kv_reservation.value if p.kv_reservation is not None else "on_demand"
+    return "max" if kind in ("max_output", "static") else "current"
+
+
+def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = False, **overrides) -> Runtime:
+    """The runtime of ``engine`` on ``dep`` with ``overrides`` (block_size, token_budget, max_num_seqs,
+    memory_fraction, reservation, preemption, chunked_prefill, prefix_caching; None = the profile's)."""
+    p = engine if isinstance(engine, EngineProfile) else profile_of(engine)
+    g, par = dep.gpu, dep.par
+    mem, tp = g.hbm_bytes, par.tp
+    tiers = (p.token_budget_offline if offline and p.token_budget_offline is not None else p.token_budget)
+    budget = tier_value(tiers, mem, g.name, tp) if tiers is not None else 1 << 20
+    seqs = tier_value(p.max_seqs, mem, g.name, tp) if p.max_seqs is not None else None
+    chunked = bool(p.chunked_prefill.value) if p.chunked_prefill is not None else False
+    if p.chunked_token_budget is not None and chunked:
+        budget = p.chunked_token_budget.value
+    elif tiers is not None and tiers.at_least_max_model_len and not chunked:
+        budget = max(budget, int(dep.model.max_position_embeddings))  # max_model_len defaults to the config's
+    frac = p.kv_sizing.fraction.value if p.kv_sizing.fraction is not None else None
+    rt = Runtime(
+        engine=p.key, label=p.label, continuous=bool(p.continuous_batching.value), kv_rule=p.kv_sizing.rule,
+        memory_fraction=frac, block_size=int(p.block_tokens.value) if p.block_tokens is not None else 1,
+        token_budget=int(budget), max_num_seqs=seqs, chunked_prefill=chunked,
+        mixed_batches=bool(p.mixed_batches.value) if p.mixed_batches is not None else True,
+        reservation=_reservation(p),
+        preemption=p.preemption.value if p.preemption is not None and p.preemption.value != "retract" else
+        ("recompute" if p.preemption is not None else "none"),
+        cuda_graph_max_batch=0, prefix_caching=bool(p.prefix_caching.value) if p.prefix_caching else False,
+        sliding_window=bool(p.sliding_window.value) if getattr(p, "sliding_window", None) is not None else True)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    checks = {"block_size": 1, "token_budget": 1, "max_num_seqs": 1}
+    for k, low in checks.items():
+        v = given.get(k)
+        if v is not None and (isinstance(v, bool) or int(v) != v or v < low):
+            raise ValueError(f"{k}={v!r} must be an integer >= {low}")
+    if "memory_fraction" in given and not 0 < float(given["memory_fraction"]) <= 1:
+        raise ValueError(f"memory_fraction={given['memory_fraction']!r} must be in (0, 1]")
+    if "reservation" in given and given["reservation"] not in RESERVATIONS:
+        raise ValueError(f"kv_reservation={given['reservation']!r} unknown; allowed: {', '.join(RESERVATIONS)}")
+    if "preemption" in given and given["preemption"] not in PREEMPTIONS:
+        raise ValueError(f"preemption={given['preemption']!r} unknown; allowed: {', '.join(PREEMPTIONS)}")
+    unknown = set(given) - set(checks) - {"memory_fraction", "reservation", "preemption", "chunked_prefill",
+                                           "prefix_caching"} - set(FEATURES)
+    if unknown:
+        raise ValueError(f"runtime option {sorted(unknown)[0]!r} unknown; allowed: block_size, token_budget, "
+                         f"max_num_seqs, memory_fraction, reservation, preemption, chunked_prefill, prefix_caching, "
+                         f"{', '.join(FEATURES)}")
+    base = {k: (int(v) if k in checks else v) for k, v in given.items() if k not in FEATURES}
+    feats, notes = _features(dep, rt, given)
+    rt = replace(rt, **{**base, **feats}, overridden=tuple(sorted(given)), notes=rt.notes + notes)
+    if rt.max_num_seqs is None and p.max_seqs_auto is not None:
+        kv_tokens = kv_capacity_bytes(dep, rt, p) / max(float(_kv_token_bytes(dep)), 1e-30)
+        context = dep.model.max_position_embeddings or 4096
+        rt = replace(rt, max_num_seqs=max(1, sglang_max_running(p, int(kv_tokens), int(context))))
+    if rt.max_num_seqs is None:
+        rt = replace(rt, max_num_seqs=rt.token_budget)
+    if rt.max_num_seqs > rt.token_budget and rt.mixed_batches:  # every running sequence must fit one step (vLLM)
+        if "max_num_seqs" in given:
+            raise ValueError(f"max_num_seqs={rt.max_num_seqs} must be <= token_budget={rt.token_budget} "
+                             f"(every running sequence takes a token of the step)")
+        rt = replace(rt, max_num_seqs=rt.token_budget, notes=rt.notes + (
+            f"max_num_seqs lowered to the token budget {rt.token_budget} (the engine requires max_num_seqs <= "
+            f"max_num_batched_tokens)",))
+    graphs = cuda_graph_cap(p, mem, tp, rt.max_num_seqs, blackwell=g.name.lower().startswith(("b", "gb")))
+    return replace(rt, cuda_graph_max_batch=int(graphs))
+
+
+#: runtime.resolve overrides of the issue-14 features (options.py ENGINE declares them; docs/features/)
+FEATURES = ("speculative", "spec_tokens", "acceptance", "prefix_hit_rate", "shared_prefix_len", "kv_offload",
+            "kv_offload_gb")
+
+
+def _number(name: str, v, low, high=None, high_open: bool = False, integer: bool = False):
+    """``v`` checked as a number in [low, high] (or [low, high)); one-line ValueError naming ``name``."""
+    bad = isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or (integer and int(v) != v)
+    if not bad:
+        bad = v < low or (high is not None and (v >= high if high_open else v > high))
+    if bad:
+        kind = "an integer" if integer else "a number"
+        rng = f">= {low:g}" if high is None else f"in [{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name}={v!r} must be {kind} {rng}")
+    return int(v) if integer else float(v)
+
+
+def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
+    """The feature overrides validated (one-line errors naming the field) and the notes they imply:
+    speculative decoding (speculative.py), prefix caching (prefix.py), KV offload (offload.py)."""
+    from . import offload, speculative
+    out, notes = {}, []
+    spec = given.get("speculative")
+    k, a = given.get("spec_tokens"), given.get("acceptance")
+    if spec is None:
+        for name, v in (("spec_tokens", k), ("acceptance", a)):
+            if v is not None:
+                raise ValueError(f"{name}={v!r} given without speculative; allowed: set speculative "
+                                 f"({speculative.ALLOWED})")
+    else:
+        method, _ = speculative.parse_method(spec)
+        m = dep.model
+        if method == "mtp" and not m.mtp_layers:
+            raise ValueError(f"speculative='mtp' needs a model with multi-token-prediction layers "
+                             f"(num_nextn_predict_layers >= 1); {m.name} has none; allowed: draft:MODEL, eagle, ngram")
+        if k is None:
+            if method != "mtp":
+                raise ValueError(f"speculative={spec!r} needs spec_tokens (tokens drafted per step, an integer "
+                                 f">= 1), e.g. spec_tokens=3")
+            k = m.mtp_layers
+            notes.append(f"spec_tokens defaults to the model's num_nextn_predict_layers={k} (vLLM's default for MTP)")
+        k = _number("spec_tokens", k, 1, 32, integer=True)
+        if a is None:
+            if method != "mtp":
+                raise ValueError(f"speculative={spec!r} needs acceptance (the probability a drafted token is "
+                                 f"accepted, a number in [0, 1)), e.g. acceptance=0.7")
+            d = speculative.defaults()["mtp_acceptance"]
+            a = float(d["value"])
+            notes.append(f"acceptance defaults to {a:g} for MTP ({d['source']})")
+        a = _number("acceptance", a, 0.0, 1.0, high_open=True)
+        out.update(speculative=str(spec).strip(), spec_tokens=k, acceptance=a)
+    h, s = given.get("prefix_hit_rate"), given.get("shared_prefix_len")
+    if h is not None:
+        out["prefix_hit_rate"] = _number("prefix_hit_rate", h, 0.0, 1.0)
+    if s is not None:
+        out["shared_prefix_len"] = _number("shared_prefix_len", s, 0, integer=True)
+    if out.get("prefix_hit_rate") and out.get("shared_prefix_len"):
+        raise ValueError(f"prefix_hit_rate={h!r} and shared_prefix_len={s!r} given together; allowed: one of them")
+    if out.get("prefix_hit_rate") or out.get("shared_prefix_len"):
+        if given.get("prefix_caching") is False:
+            raise ValueError("prefix_hit_rate/shared_prefix_len need prefix caching, and prefix_caching=False was "
+                             "given; allowed: prefix caching on, or no prefix hits")
+        if not rt.prefix_caching and given.get("prefix_caching") is not True:
+            out["prefix_caching"] = True
+            notes.append(f"prefix caching turned on for the prefix hits ({rt.label} has it off by default)")
+    mode, gb = given.get("kv_offload"), given.get("kv_offload_gb")
+    if mode is not None:
+        if mode not in offload.MODES:
+            raise ValueError(f"kv_offload={mode!r} unknown; allowed: {', '.join(offload.MODES)}")
+        if mode == "host":
+            offload.host_link(dep.gpu)  # a GPU without a host tier: one line now
+        out["kv_offload"] = mode
+    if gb is not None:
+        if out.get("kv_offload", "none") != "host":
+            raise ValueError(f"kv_offload_gb={gb!r} given without kv_offload='host'; allowed: set kv_offload=host")
+        out["kv_offload_bytes"] = _number("kv_offload_gb", gb, 0.0) * 1e9
+        if not out["kv_offload_bytes"]:
+            raise ValueError(f"kv_offload_gb={gb!r} must be a number > 0")
+    return out, tuple(notes)
+
+
+def _kv_token_bytes(dep) -> float:
+    from .memory import kv_bytes_per_gpu
+    return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, 1))
+
+
+def kv_capacity_bytes(dep, rt: Runtime, profile: EngineProfile | None = None, activations=None) -> float:
+    """KV-cache bytes per GPU the engine allocates (module docstring); 0 when nothing is left."""
+    from .memory import activation_bytes
+    p = profile or profile_of(rt.engine)
+    w = dep.weight_bytes_per_gpu + draft_weight_bytes(dep, rt)
+    a = activation_bytes(dep.model, dep.dtypes, dep.par, rt.token_budget, min(rt.max_num_seqs or rt.token_budget,
+                                                                              rt.token_budget)) \
+        if activations is None else activations
+    n = runtime_reserve_bytes()
+    if rt.kv_rule == "static_max_len":
+        kv = dep.gpu.hbm_bytes - w - a - n
+    else:
+        kv = kv_cache_bytes(p, dep.gpu.hbm_bytes, w, a, n, fraction=rt.memory_fraction, tp=dep.par.tp,
+                            pp=dep.par.pp)
+    return float(np.maximum(kv, 0.0))
+
+
+def draft_weight_bytes(dep, rt: Runtime) -> float:
+    """Weights per GPU of the runtime's speculative draft (speculative.Drafter), 0 without one: the engine
+    loads them beside the target's, so the KV cache gets that much less."""
+    from .speculative import drafter_of
+    dr = drafter_of(dep, rt)
+    return 0.0 if dr is None else dr.weight_bytes_per_gpu()

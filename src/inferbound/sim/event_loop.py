@@ -1,0 +1,235 @@
+"""Discrete-event loop over replicas: arrivals, step ends and KV transfers, in time order.
+
+Events at the same instant are all applied before any idle replica plans its next step, so a request
+arriving exactly when a step ends joins the next step. A replica is idle when it has nothing it can
+schedule; it plans a step as soon as an event gives it work (arrival, transfer, freed blocks).
+
+Arrivals (``sources.py``): open loop (Poisson, a trace: every arrival time known in advance) or
+closed loop (N clients, each sends its next request when its previous one completes, after an
+optional think time: ``vllm bench serve --max-concurrency``, genai-perf's concurrency mode).
+
+Modes
+- aggregated: ``replicas`` identical engines; an arrival goes to the one with the fewest outstanding
+  requests (queued + running), lowest index on ties.
+- disaggregated (Splitwise / DistServe style): ``prefill_replicas`` engines run prompts only; the
+  step that finishes a prompt emits the first token there, so TTFT is measured on the prefill side
+  and excludes the transfer. The prompt's KV, kv_bytes_per_gpu(prompt) per GPU (each GPU sends its
+  own shard in parallel), then crosses the link in  bytes / (bandwidth · efficiency) + latency,
+  and the request joins the least-loaded of ``decode_replicas`` engines. The transfer (and any wait
+  there) therefore lands in the second token's gap, the first ITL. The prefill blocks are freed when
+  the transfer completes. Link: the GPU's scale-out NIC (``topology.network_link``) when it has one,
+  else PCIe (``topology.pcie_link``); transfers do not contend with each other. Both pools use the
+  same deployment.
+
+The time-average number of requests in the system (Little's L) is integrated here, event by event,
+independently of the per-request timestamps from which W is computed.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..deploy.deployment import Deployment
+from ..deploy.memory import kv_bytes_per_gpu
+from ..step.table import StepModel
+from ..deploy.topology import Link, network_link, pcie_link
+from .blocks import BlockManager, block_bytes_per_gpu
+from .ledger import Ledger
+from .requests import Request
+from .scheduler import Replica
+from .sources import OpenLoop, Source
+
+PREEMPTION = ("recompute", "swap")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    block_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    num_blocks: int  # per replica
+    preemption: str = "recompute"
+    replicas: int = 1
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    reserve_full: bool = False  # admit only with blocks for prompt + every output token (never preempt)
+    chunked_prefill: bool = True  # a prompt may be split over steps
+    mixed_batches: bool = True  # prefill chunks ride in decode steps (else prefill-first steps)
+    engine: str = ""  # the engine and its settings, for the summary
+    spec: object = None  # speculative.Spec: k drafted tokens per step at acceptance a (None: off)
+    prefix_caching: bool = False  # requests' shared prefixes are cached (sim/prefix.py)
+    device_blocks: int | None = None  # blocks on the GPU; the rest of num_blocks is the host tier (offload.py)
+    host_overlap: float = 1.0  # ω of the host-tier reads (offload.py)
+    seed: int = 0  # the acceptance draws of speculative decoding
+
+    @property
+    def spec_k(self) -> int:
+        return 0 if self.spec is None else int(self.spec.k)
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill_replicas > 0
+
+
+@dataclass
+class Run:
+    """Everything the summary needs from one simulated run."""
+
+    ledger: Ledger
+    replicas: list[Replica]
+    config: EngineConfig
+    gpus_per_replica: int
+    start_s: float
+    end_s: float
+    in_system_area: float  # ∫ (requests in system) dt over [start, end]
+    link: Link | None = None
+    transfer_s: list[float] = field(default_factory=list)
+
+
+def kv_link(dep: Deployment) -> Link:
+    """Link between a prefill and a decode replica: scale-out NIC if the GPU has one, else PCIe."""
+    return network_link(dep.gpu) if dep.gpu.scaleout_bw > 0 else pcie_link(dep.gpu)
+
+
+def transfer_seconds(dep: Deployment, link: Link, prompt_tokens: int) -> float:
+    return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, prompt_tokens)) / link.effective_bw + link.latency
+
+
+def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
+    """Every request must fit one replica's pool alone, else it could never run (vLLM rejects it too)."""
+    tokens = np.fromiter((r.input_len + r.output_len - 1 + cfg.spec_k for r in requests), dtype=np.int64,
+                         count=len(requests))  # + the k drafted slots of speculative decoding
+    need = -(-tokens // cfg.block_size)  # the last token is sampled, never cached
+    bad = np.flatnonzero(need > cfg.num_blocks)
+    if bad.size:
+        r = requests[int(bad[0])]
+        raise ValueError(f"request {r.id}: input_len+output_len={r.input_len}+{r.output_len} needs "
+                         f"{int(need[bad[0]])} KV blocks of {cfg.block_size} tokens; a replica holds {cfg.num_blocks}")
+    if not cfg.chunked_prefill:  # a prompt must then enter in one step: it can never run past the budget
+        long = next((r for r in requests if r.input_len > cfg.max_num_batched_tokens), None)
+        if long is not None:
+            raise ValueError(f"request {long.id}: input_len={long.input_len} exceeds the token budget "
+                             f"{cfg.max_num_batched_tokens} of {cfg.engine} without chunked prefill; allowed: "
+                             f"input_len <= token budget, --max-batched-tokens >= input_len, or an engine with "
+                             f"chunked prefill")
+
+
+STEP_END, KV_ARRIVED = "step end", "kv arrived"  # heap event kinds
+
+
+def replica_extras(dep: Deployment, cfg: EngineConfig, block_bytes: float) -> dict:
+    """What the scheduler needs for the engine features: the draft's step model (speculative.Drafter), the
+    seconds to read one block from the host tier (offload.py)."""
+    from ..deploy.offload import host_link
+    from ..deploy.speculative import drafter_for
+    out = {"drafter": drafter_for(dep, cfg.spec), "draft_sm": None, "host_s_per_block": 0.0}
+    if out["drafter"] is not None and out["drafter"].model is not None:
+        out["draft_sm"] = out["drafter"].step_model(cfg.max_num_batched_tokens)
+    if cfg.device_blocks is not None and cfg.device_blocks < cfg.num_blocks:
+        _, bw, eff, _ = host_link(dep.gpu)
+        out["host_s_per_block"] = block_bytes / (bw * eff)
+    return out
+
+
+def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
+                 progress: Callable[[int, int], None] | None = None, source: Source | None = None) -> Run:
+    """Run every request to completion; see the module docstring. ``source`` issues the arrivals
+    (default: each request at its own arrival time, open loop)."""
+    if cfg.preemption not in PREEMPTION:
+        raise ValueError(f"preemption={cfg.preemption!r} unknown; allowed: {', '.join(PREEMPTION)}")
+    _check_fits(requests, cfg)
+    source = source or OpenLoop()
+    order = source.order(requests)
+    L = Ledger(order)
+    source.start(L)
+    sm = StepModel(dep, cfg.max_num_batched_tokens)
+    block_b = block_bytes_per_gpu(dep, cfg.block_size)
+    swap_s = block_b / pcie_link(dep.gpu).effective_bw if cfg.preemption == "swap" else 0.0
+    extras = replica_extras(dep, cfg, block_b)
+
+    def make(i: int, role: str) -> Replica:
+        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg, swap_s, role, extras)
+
+    if cfg.disaggregated:
+        front = [make(i, "prefill") for i in range(cfg.prefill_replicas)]
+        back = [make(cfg.prefill_replicas + i, "decode") for i in range(cfg.decode_replicas)]
+        link = kv_link(dep)
+    else:
+        front = back = [make(i, "both") for i in range(cfg.replicas)]
+        link = None
+    reps = front if front is back else front + back
+    transfers: list[float] = []
+
+    def least_loaded(pool: list[Replica]) -> Replica:
+        return pool[0] if len(pool) == 1 else min(pool, key=lambda r: r.outstanding)
+
+    n = len(L)
+    heap: list = []
+    seq = 0
+    done = in_sys = 0
+    area = 0.0
+    t_last = start = source.next_time()
+    tick = max(1, n // 200)
+    touched: list[Replica] = []
+    nxt = source.next_time()  # only pops and finished requests change it
+    pop, push = heapq.heappop, heapq.heappush
+    while True:
+        t = nxt
+        if heap and heap[0][0] <= t:
+            t = heap[0][0]
+        if t == math.inf:
+            break
+        area += in_sys * (t - t_last)
+        t_last = t
+        while heap and heap[0][0] <= t:
+            _, _, kind, rep, a, b = pop(heap)
+            if kind is STEP_END:  # a = finished rids, b = handoffs
+                rep.busy = False
+                if a:
+                    rep.outstanding -= len(a)
+                    in_sys -= len(a)
+                    done += len(a)
+                    for rid in a:
+                        source.finished(rid, t)
+                    nxt = source.next_time()
+                    if progress and done // tick != (done - len(a)) // tick:
+                        progress(done, n)
+                if b:
+                    rep.outstanding -= len(b)
+                    for rid, blocks in b:
+                        dt = transfer_seconds(dep, link, L.prompt[rid])
+                        transfers.append(dt)
+                        seq += 1
+                        push(heap, (t + dt, seq, KV_ARRIVED, rep, rid, blocks))
+            else:  # KV_ARRIVED: free the prefill copy, queue on a decode replica
+                rep.pool.release(b)
+                dst = least_loaded(back)
+                dst.waiting.append(a)
+                dst.outstanding += 1
+                touched.append(dst)
+            touched.append(rep)
+        while nxt <= t:
+            dst = least_loaded(front)
+            dst.waiting.append(source.pop())
+            dst.outstanding += 1
+            touched.append(dst)
+            in_sys += 1
+            nxt = source.next_time()
+        for rep in touched:
+            if not rep.busy:
+                out = rep.start_step(t)
+                if out is not None:
+                    rep.busy = True
+                    seq += 1
+                    push(heap, (out[0], seq, STEP_END, rep, out[1], out[2]))
+        touched.clear()
+    if progress:
+        progress(done, n)
+    lost = n - done
+    if lost or in_sys:
+        raise RuntimeError(f"simulator lost {lost} of {n} requests (in system: {in_sys})")
+    return Run(L, reps, cfg, dep.par.replica_gpus, start, t_last, area, link, transfers)

@@ -1,0 +1,325 @@
+"""The step contract: the price of any step of a deployment, for every workload.
+
+A step of one replica runs D decoding sequences (sequence i has c_i tokens cached and adds one) and
+prefill chunks (sequence j adds n_j tokens after p_j cached ones). What prices it is a
+:class:`StepLoad`: T = D + Σ n_j new tokens, S sampled sequences (one logits row each), the number
+of sequences (for micro-batching) and, per attention kind of the model (full, window W, chunk C),
+the query-key pairs of the decodes and of the chunks and the cached tokens the kernel reads
+(``operators.sequence_attention`` summed over the sequences). Every workload builds loads:
+``uniform`` for a static batch or a steady state (counts may be fractional averages and arrays: a
+sweep prices every concurrency at once), ``of_sequences`` for a simulator step.
+
+Pricing (``price``): each pipeline stage's operators (``operators.stage_ops``) for one micro-batch,
+priced by ``roofline.price_ops``, then one pipeline formula. With pp stages the step runs as
+m = min(sequences, pp) micro-batches (or ``par.microbatches``), each 1/m of the load; t_i is stage i's
+time for one micro-batch (``comm_overlap`` applied per stage), s the activation send between
+neighbouring stages (α + b/β for the micro-batch's T/m·d 16-bit values), o the per-step overhead
+(scheduler, sampling: once per step, not per stage):
+
+    isolated step: the pipeline is empty before and after it (a static batch's prefill, a step after
+    the replica was idle). Micro-batch k leaves the last stage after Σ_i t_i + (k − 1)·max_i t_i:
+        T = Σ_i t_i + (m − 1)·max_i t_i + (pp − 1)·s + o
+    (GPipe's fill and drain: (m + pp − 1) stage slots for balanced stages, bubble (pp − 1)/(m + pp − 1);
+    Huang et al., "GPipe", NeurIPS 2019.)
+
+    step in a stream: continuous batching, and a static batch's decode steps. The pipeline stays full
+    across steps: while micro-batch k runs stage i, micro-batch k + 1 runs stage i − 1, and a sequence's
+    next token waits for its own previous one. The step period is the busiest stage's work for all m
+    micro-batches, or one micro-batch's trip through every stage if that is longer:
+        T = max(m·max_i t_i, Σ_i t_i + (pp − 1)·s) + o
+    (iteration-level scheduling with pipelined micro-batches: Orca, Yu et al., OSDI 2022, §4.2; vLLM
+    runs pp virtual engines, one micro-batch in flight each.)
+
+With pp = 1 both are t_0 + o. The split reports the average GPU over the step: m·mean_i of the stage
+splits, the sends as communication, o as overhead, the rest as ``bubble``; FLOPs and bytes are the
+average GPU's too (the power model's inputs). ``StepModel`` (stepmodel.py) is this same function with
+the stage work tabulated over T and S; its parity with ``price`` is tested.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..pricing.comm import p2p
+from ..base.dtypes import bytes_per_element
+from ..pricing.kernels.loadattention import SCALAR
+from ..model.spec import LayerGroup, ModelSpec
+from ..operators import _merged_groups, attention_kinds, attention_ops, body_ops, head_ops, in_order, kind_reads, mixer_ops, regroup, sequence_attention, stage_ops
+from ..pricing.roofline import SPLIT_KEYS, StepCost, Work, fast_ndim, price_ops
+from ..deploy.topology import place
+
+MODES = ("stream", "isolated")
+
+
+@dataclass(frozen=True)
+class StepLoad:
+    """What a replica's step computes, reduced to what prices it (module docstring)."""
+
+    tokens: object
+    sampled: object
+    sequences: object
+    attention: dict  # {(attention, window): (decode pairs, prefill pairs, cached tokens read)}
+    seqgroups: tuple = ()  # ((count, new, past), ...): the sequences, for state-space scans
+
+    def __add__(self, other: "StepLoad") -> "StepLoad":
+        """Two sets of sequences in one step."""
+        att = {k: tuple(a + b for a, b in zip(self.attention[k], other.attention[k])) for k in self.attention}
+        return StepLoad(self.tokens + other.tokens, self.sampled + other.sampled, self.sequences + other.sequences,
+                        att, self.seqgroups + other.seqgroups)
+
+    def scaled(self, f) -> "StepLoad":
+        """The load of one of 1/f micro-batches."""
+        return StepLoad(self.tokens * f, self.sampled * f, self.sequences * f,
+                        {k: tuple(x * f for x in v) for k, v in self.attention.items()},
+                        tuple((c * f, n, p) for c, n, p in self.seqgroups))
+
+
+def uniform(m: ModelSpec, decode=0.0, context=0.0, prompts=0.0, new=0.0, past=0.0, sampled=None) -> StepLoad:
+    """``decode`` sequences at ``context`` cached tokens each add one token; ``prompts`` sequences each add
+    ``new`` tokens after ``past`` cached ones. Every sequence samples unless ``sampled`` says otherwise."""
+    decode, prompts = np.asarray(decode, dtype=float), np.asarray(prompts, dtype=float)
+    new = np.asarray(new, dtype=float)
+    att = {}
+    for kind in attention_kinds(m):
+        d_pairs, d_cached = sequence_attention(kind, context, 1.0)
+        p_pairs, p_cached = sequence_attention(kind, past, new)
+        att[kind] = (decode * d_pairs, prompts * p_pairs, decode * d_cached + prompts * p_cached)
+    seqs = decode + prompts
+    groups = ((decode, 1.0, context), (prompts, new, past)) if m.ssm is not None else ()
+    return StepLoad(decode + prompts * new, seqs if sampled is None else np.asarray(sampled, dtype=float), seqs, att,
+                    groups)
+
+
+def of_sequences(m: ModelSpec, decode_ctx, chunk_past=(), chunk_new=(), sampled=None, kinds=None) -> StepLoad:
+    """A step of decoding sequences with ``decode_ctx`` cached tokens each and prefill chunks
+    (``chunk_past[j]`` cached, ``chunk_new[j]`` new); ``sampled`` defaults to every sequence.
+
+    A decode's pairs equal its reads (one new token sees exactly the cached tokens the kernel reads,
+    operators.sequence_attention), so they are summed once. ``kinds``: attention_kinds(m), if known.
+    """
+    dec = np.asarray(decode_ctx, dtype=float)
+    att, tokens = sequence_sums(dec, chunk_past, chunk_new, kinds or attention_kinds(m))
+    seqs = float(dec.size + len(chunk_new))
+    groups = ()
+    if m.ssm is not None:  # decodes all have history; each chunk its own (new, past)
+        groups = ((float(dec.size), 1.0, 1.0),) + tuple((1.0, float(n), float(p)) for p, n in
+                                                        zip(chunk_past, chunk_new))
+    return StepLoad(tokens, seqs if sampled is None else float(sampled), seqs, att, groups)
+
+
+SCALAR_CHUNKS = 4  # sequence_sums: at most this many chunks are summed as Python floats
+
+
+def sequence_sums(dec: np.ndarray, chunk_past, chunk_new, kinds) -> tuple[dict, float]:
+    """({kind: (decode pairs, prefill pairs, cached tokens read)}, new tokens) of :func:`of_sequences`:
+    decodes at the contexts ``dec`` (a float array) and chunks (``chunk_past[j]``, ``chunk_new[j]``).
+    Every term is a whole number, so the sums are exact in any order (no rounding below 2^53). A few
+    chunks (up to ``SCALAR_CHUNKS``, the simulator's steps) are summed one by one as Python floats
+    (sequence_attention over kernels.loadattention.SCALAR: the same formulas, no numpy per chunk)."""
+    n_chunks = len(chunk_new)
+    scalar = 0 < n_chunks <= SCALAR_CHUNKS
+    if scalar:
+        past, new = [float(p) for p in chunk_past], [float(n) for n in chunk_new]
+    elif n_chunks:
+        past, new = np.asarray(chunk_past, dtype=float), np.asarray(chunk_new, dtype=float)
+    after = dec + 1.0 if dec.size else None  # a decode's length once it adds its token
+    att = {}
+    for kind in kinds:
+        d = float(np.add.reduce(kind_reads(kind, after))) if dec.size else 0.0
+        if scalar:
+            pairs = cached = 0.0
+            for p, n in zip(past, new):
+                a, c = sequence_attention(kind, p, n, SCALAR)
+                pairs += a
+                cached += c
+            att[kind] = (d, pairs, d + cached)
+        elif n_chunks:
+            p_pairs, p_cached = sequence_attention(kind, past, new)
+            att[kind] = (d, float(p_pairs.sum()), d + float(p_cached.sum()))
+        else:
+            att[kind] = (d, 0.0, d)
+    return att, float(dec.size + (sum(new) if scalar else new.sum() if n_chunks else 0.0))
+
+
+@lru_cache(maxsize=256)
+def stage_layers(m: ModelSpec, par) -> list[list[LayerGroup]]:
+    """Ordered layer groups of each pipeline stage: ``pp_split`` or an even split (earlier stages take
+    the remainder); layers of one kind inside a stage are merged (order inside a stage does not price)."""
+    n = m.num_layers
+    if par.pp_split is not None:
+        if sum(par.pp_split) != n:
+            raise ValueError(f"pp_split={list(par.pp_split)} sums to {sum(par.pp_split)}, "
+                             f"but {m.name} has {n} layers")
+        sizes = list(par.pp_split)
+    else:
+        base, extra = divmod(n, par.pp)
+        sizes = [base + (i < extra) for i in range(par.pp)]
+    flat = [g.model_copy(update={"count": 1}) for g in m.layers for _ in range(g.count)]
+    stages, start = [], 0
+    for size in sizes:
+        stages.append(regroup(flat[start:start + size]))
+        start += size
+    return stages
+
+
+def stages_of(dep) -> list[tuple[list[LayerGroup] | None, bool, bool]]:
+    """(layers, first, last) of each stage; the whole model (layers None) without pipeline stages."""
+    if dep.par.pp == 1:
+        return [(None, True, True)]
+    stages = stage_layers(dep.model, dep.par)
+    return [(layers, i == 0, i == len(stages) - 1) for i, layers in enumerate(stages)]
+
+
+def micro_batches(par, sequences):
+    """Micro-batches a step of ``sequences`` runs as: min(sequences, pp) (or par.microbatches), >= 1."""
+    if par.pp == 1:
+        return 1.0
+    cap = par.pp if par.microbatches is None else par.microbatches
+    return np.maximum(1.0, np.minimum(np.asarray(sequences, dtype=float), cap))
+
+
+def send_seconds(dep, tokens):
+    """Activation send between neighbouring stages for a micro-batch of ``tokens`` new tokens: each of
+    its attention groups' ranks sends (tokens/groups)·d values (16-bit) to the next stage."""
+    par = dep.par
+    link = place(dep.gpu, par, 2, par.tp * par.attention_groups)
+    size = np.asarray(tokens, dtype=float) / par.attention_groups * dep.model.hidden_size \
+        * bytes_per_element(dep.dtypes.high_precision)
+    return p2p(size, link.outer or link.inner)[0]
+
+
+def combine(dep, stages: list[Work], send, m, mode: str) -> StepCost:
+    """The pipeline formula (module docstring) over each stage's priced work for one micro-batch."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} unknown; allowed: {', '.join(MODES)}")
+    o = dep.gpu.efficiency.step_overhead_s
+    ops = [p for w in stages for p in w.ops]
+    if len(stages) == 1:
+        w = stages[0]
+        split = dict(w.split)
+        split["overhead"] = split["overhead"] + o
+        split["bubble"] = 0.0
+        return StepCost(ops, w.time + o, split["overhead"], split, dict(w.comm_kinds), w.flops, w.bytes)
+    pp = len(stages)
+    times = [w.time for w in stages]
+    longest = np.maximum.reduce([np.asarray(t, dtype=float) for t in times])
+    path = sum(times)
+    sends = (pp - 1) * send
+    if mode == "isolated":
+        total = path + (m - 1) * longest + sends + o
+    else:
+        total = np.maximum(m * longest, path + sends) + o
+    share = m / pp
+    split = {k: share * sum(w.split[k] for w in stages) for k in SPLIT_KEYS}
+    split["communication"] = split["communication"] + sends
+    split["overhead"] = split["overhead"] + o
+    split["bubble"] = np.maximum(total - sum(split.values()), 0.0)
+    kinds: dict = {"p2p": sends}
+    for w in stages:
+        for k, v in w.comm_kinds.items():
+            kinds[k] = kinds.get(k, 0.0) + share * v
+    return StepCost(ops, total, split["overhead"], split, kinds, share * sum(w.flops for w in stages),
+                    share * sum(w.bytes for w in stages))
+
+
+def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
+    """The priced step: every stage's operators for one micro-batch, then :func:`combine`."""
+    par = dep.par
+    m = micro_batches(par, load.sequences)
+    mb = load if par.pp == 1 else load.scaled(1.0 / m)
+    works = [stage_work(dep, mb, i, layers, first, last).with_overlap(par.comm_overlap)
+             for i, (layers, first, last) in enumerate(stages_of(dep))]
+    return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
+
+
+#: priced bodies and heads kept per deployment (plain-number T or S); the memo is emptied when full
+WORK_MEMO = 512
+
+
+def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -> Work:
+    """Stage ``stage``'s operators (operators.stage_ops) for the micro-batch ``mb``, priced: the body (a
+    function of the step's T alone), the attention kernels and scans (of its load), the LM head (of its
+    S alone), in execution order. A body or head of a plain-number T or S is priced once per deployment
+    and kept (the contract is a pure function of the deployment and the load; a static batch's decode
+    steps repeat the same T); a sweep's arrays price every operator in one call."""
+    m_, dt, par, g = dep.model, dep.dtypes, dep.par, dep.gpu
+    pricer = dep.comm_pricer
+    groups = _merged_groups(m_) if layers is None else layers
+
+    def priced(ops):
+        return price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer)
+    if fast_ndim(mb.tokens) != 0:  # a sweep: one pricing call for every operator (nothing to keep)
+        return priced(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, groups, first, last,
+                                g.efficiency.moe_imbalance, mb.seqgroups))
+    body = _kept(dep, ("body", stage), mb.tokens, lambda: priced(
+        body_ops(m_, dt, par, mb.tokens, groups, first, last, g.efficiency.moe_imbalance)))
+    kernels = priced(attention_ops(m_, dt, par, groups, mb.attention, mb.tokens, mb.sampled)
+                     + mixer_ops(m_, dt, par, groups, mb.seqgroups))
+    w = body + kernels
+    ops = in_order(body.ops, [p for p in kernels.ops if p.op.kind == "attention"],
+                   [p for p in kernels.ops if p.op.kind == "scan"], name=lambda p: p.op.name)
+    if last:
+        head = _kept(dep, ("head",), mb.sampled, lambda: priced(head_ops(m_, dt, par, mb.sampled)))
+        w = w + head
+        ops = ops + head.ops
+    return Work(w.split, w.comm_kinds, w.flops, w.bytes, ops)
+
+
+def _kept(dep, key: tuple, x, build) -> Work:
+    """``build()``, kept on ``dep`` under (``key``, x) when x is a plain number (:func:`stage_work`)."""
+    if fast_ndim(x) != 0:
+        return build()
+    memo = dep.__dict__.get("_work_memo")
+    if memo is None:
+        memo = dep.__dict__["_work_memo"] = {}
+    k = key + (float(x),)
+    w = memo.get(k)
+    if w is None:
+        if len(memo) >= WORK_MEMO:
+            memo.clear()
+        w = memo[k] = build()
+    return w
+
+
+def prefill(dep, batch, input_len) -> StepCost:
+    """A static batch's prefill: ``batch`` prompts of ``input_len`` tokens in one isolated step."""
+    return price(dep, uniform(dep.model, prompts=batch, new=input_len), "isolated")
+
+
+def decode(dep, batch, context) -> StepCost:
+    """A static batch's decode step: ``batch`` sequences after ``context`` cached tokens, in a stream."""
+    return price(dep, uniform(dep.model, decode=batch, context=context), "stream")
+
+
+# -- work added to a priced step (speculative drafts, host-memory KV reads) ------------------------------
+def add_work(a: StepCost, b: StepCost | None) -> StepCost:
+    """``a`` and ``b`` run back to back in one step: times, splits, collective kinds, FLOPs and bytes add
+    (``a``'s operators are kept as the step's detail)."""
+    if b is None:
+        return a
+    kinds = dict(a.comm_kinds)
+    for k, v in b.comm_kinds.items():
+        kinds[k] = kinds.get(k, 0.0) + v
+    split = {k: a.split.get(k, 0.0) + b.split.get(k, 0.0) for k in set(a.split) | set(b.split)}
+    return StepCost(a.ops, a.time + b.time, a.overhead + b.overhead, split, kinds, a.flops + b.flops,
+                    a.bytes + b.bytes)
+
+
+def scale_cost(c: StepCost, f) -> StepCost:
+    """``f`` copies of the priced work ``c`` (arrays allowed)."""
+    return StepCost(c.ops, c.time * f, c.overhead * f, {k: v * f for k, v in c.split.items()},
+                    {k: v * f for k, v in c.comm_kinds.items()}, c.flops * f, c.bytes * f)
+
+
+def with_time(c: StepCost, seconds, key: str, kind: str | None = None) -> StepCost:
+    """``c`` with ``seconds`` (arrays allowed; negative removes) added to split ``key`` and the step's time
+    (and to collective kind ``kind``, e.g. a host-memory transfer)."""
+    split = dict(c.split)
+    split[key] = split.get(key, 0.0) + seconds
+    kinds = dict(c.comm_kinds)
+    if kind is not None:
+        kinds[kind] = kinds.get(kind, 0.0) + seconds
+    over = c.overhead + seconds if key == "overhead" else c.overhead
+    return StepCost(c.ops, c.time + seconds, over, split, kinds, c.flops, c.bytes)
