@@ -11,7 +11,7 @@ max-throughput rows) and ``benchmarks/data/measured_public.csv`` (never fitted o
 Cross-validated figures come from ``benchmarks/data/cv_oof.csv``: per fitted row, the relative error
 of the fit without that row's GPU (``e_gpu``) and without its source (``e_source``), written by
 ``--cv`` (calibration.fit.cross_validate, warm-started from the shipped calibration). Bands: the shipped
-calibration's (calibration/bands.py); on out-of-fold rows the band the held-out fit would print (GPU
+calibration's (deploy/bands.py); on out-of-fold rows the band the held-out fit would print (GPU
 left out: the ``gpu`` widening; source left out: the ``engine`` widening if no other source has the
 row's engine). Writes docs/img/accuracy.png and docs/img/accuracy_rows.csv (measured.csv, shipped
 calibration).

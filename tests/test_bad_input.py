@@ -214,6 +214,9 @@ COMMANDS = [  # (arguments, words)
     (["estimate", "--scenario", "max-throughput", "--requests", "0"], ["requests=0"]),
     (["estimate", "--scenario", "max-throughput", "--input", "200000"], ["input_len=200000", "max_position_embeddings"]),
     (["estimate", "a", "b"], ["unexpected extra argument", "b"]),
+    # SGLang's retract is a recompute (runtime.PREEMPTIONS, the one list): not a value of its own
+    (["estimate", "--preemption", "retract"], ["preemption", "retract", "recompute, swap, none"]),
+    (["estimate", "--collective-algo", "allgather"], ["collective_algo", "allgather", "auto, ring, tree"]),
     (["estimate", "--nope"], ["--nope"]),
     # simulate
     (["simulate", "--requests", "100000000"], ["requests=100000000", f"{SIM_REQUESTS_CLI_CAP:,}", "--max-requests"]),
@@ -246,6 +249,7 @@ COMMANDS = [  # (arguments, words)
     (["simulate", "--plot", "/missing/dir/x.png", "--requests", "5"], ["--plot", "/missing/dir", "does not exist"]),
     (["simulate", "--plot", "x.jpg", "--requests", "5"], ["--plot", "x.jpg", ".png"]),
     (["simulate", "--plot", "@dir", "--requests", "5"], ["--plot", ".png"]),
+    (["simulate", "--plot", "/proc/x.png", "--requests", "5"], ["--plot", "/proc/x.png", "cannot be written"]),
     (["simulate", "--trace", "/missing/trace.csv"], ["trace", "/missing/trace.csv"]),
     (["simulate", "--trace", "@dir"], ["trace", "not a file"]),
     (["simulate", "--dataset", "nope", "--requests", "5"], ["dataset", "nope", "sharegpt"]),
@@ -277,6 +281,9 @@ COMMANDS = [  # (arguments, words)
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--plot", "out.jpg"], ["--plot", "out.jpg", ".png"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--html", "x.png"], ["--html", ".html"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--csv", "/missing/x.csv"], ["--csv", "/missing"]),
+    (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--csv", "/proc/x.csv"], ["--csv", "/proc/x.csv", "cannot"]),
+    (["search", "--gpus", "h100_sxm", "--max-gpus", "100000"], ["max_gpus=100000", "72", "--no-cap"]),
+    (["search", "--gpus", "h100_sxm", "--max-gpus", "73"], ["max_gpus=73", "1..72", "--no-cap"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--gpu-set", "hbm_bw=inf"], ["hbm_bw", "inf"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--gpu-set", "price_per_hour=-5"], ["price_per_hour", "-5"]),
     (["search", "--gpus", "h100_sxm", "--max-gpus", "1", "--gpu-file", "/nonexistent/hw.yaml"], ["/nonexistent/hw.yaml"]),
@@ -289,10 +296,13 @@ COMMANDS = [  # (arguments, words)
     (["validate", "@wrong_columns"], ["wrong_columns.csv", "column"]),
     (["validate", "/missing/rows.csv"], ["/missing/rows.csv"]),
     (["validate", "@one_row", "--scenario", "foo"], ["scenario", "foo", "static_batch"]),
+    (["validate", "/missing/rows.csv", "--scenario", "foo"], ["scenario", "foo", "static_batch"]),  # before reading
     (["validate", "@one_row", "--scenario", "serving"], ["scenario", "serving", "no rows"]),
     (["validate", "@one_row", "--out", "/missing/dir/rows.csv"], ["out", "/missing/dir"]),
     (["validate", "@one_row", "--out", "rows.txt"], ["out", ".csv"]),
     (["validate", "@one_row", "--plot", "x.jpg"], ["plot", ".png"]),
+    (["validate", "@one_row", "--out", "/proc/rows.csv"], ["--out", "/proc/rows.csv", "cannot be written"]),
+    (["validate", "@one_row", "--plot", "/proc/x.png"], ["--plot", "/proc/x.png", "cannot be written"]),
     (["validate", "@one_row", "--calibration", "/nonexistent/cal.yaml"], ["calibration", "/nonexistent/cal.yaml"]),
     (["validate", "@one_row", "--gpu-file", "@bad_hw"], ["bad_hw.yaml"]),
     (["validate", "@one_row", "--gpu-file", "/nonexistent/hw.yaml"], ["/nonexistent/hw.yaml"]),
@@ -301,6 +311,7 @@ COMMANDS = [  # (arguments, words)
     (["calibrate", "@one_row", "--out", "/missing/dir/cal.yaml"], ["out", "/missing/dir", "does not exist"]),
     (["calibrate", "@one_row", "--out", "@dir"], ["out", ".yaml"]),
     (["calibrate", "@one_row", "--out", "cal.txt"], ["out", "cal.txt", ".yaml"]),
+    (["calibrate", "@one_row", "--out", "/proc/cal.yaml"], ["--out", "/proc/cal.yaml", "cannot be written"]),
     (["calibrate", "@one_row", "--max-evals", "0"], ["max_evals=0", ">= 1"]),
     (["calibrate", "@one_row", "--max-evals", "-3"], ["max_evals=-3"]),
     (["calibrate", "@one_row", "--max-evals", "many"], ["--max-evals", "many"]),
@@ -319,6 +330,7 @@ COMMANDS = [  # (arguments, words)
     (["compare", "@cmp_typo"], ["tpp", "tp"]),
     (["compare", "@cmp_typo", "--csv", "rows.txt"], ["--csv", ".csv"]),
     (["compare", "@cmp_typo", "--plot", "/missing/dir/x.png"], ["--plot", "/missing/dir"]),
+    (["compare", "@cmp_typo", "--csv", "/proc/x.csv"], ["--csv", "/proc/x.csv", "cannot be written"]),
     # catalogs
     (["models", "extra"], ["unexpected extra argument", "extra"]),
     (["models", "--foo"], ["--foo"]),
@@ -358,10 +370,13 @@ SERVE = [
     (["--host", ""], ["host"]),
     (["--host", "no-such-host.invalid"], ["host", "no-such-host.invalid", "resolve"]),
     (["--host", "192.0.2.1"], ["host", "192.0.2.1", "cannot bind"]),  # TEST-NET-1 (RFC 5737): never local
-    (["--port", "99999"], ["--port", "99999", "65535"]),
-    (["--port", "-1"], ["--port", "-1"]),
+    # the declared ranges (faces/options.py SERVE), checked before anything binds
+    (["--port", "99999"], ["port=99999", "<= 65,535"]),
+    (["--port", "65536"], ["port=65536", "<= 65,535"]),
+    (["--port", "-1"], ["port=-1", ">= 0"]),
     (["--port", "http"], ["--port", "http"]),
-    (["--work-seconds", "0"], ["--work-seconds", "0.1"]),
+    (["--work-seconds", "0"], ["work_seconds=0.0", ">= 0.1"]),
+    (["--work-seconds", "0.05"], ["work_seconds=0.05", ">= 0.1"]),
     (["--work-seconds", "inf"], ["work_seconds", "inf"]),
     (["--work-seconds", "soon"], ["--work-seconds", "soon"]),
 ]
@@ -406,6 +421,8 @@ PROBE = [
     (["--set", "hidden_sizee=3"], ["hidden_sizee"]),
     (["--out", "@a_file"], ["out", "plain.txt", "is a file"]),
     (["--out", "@under_a_file"], ["out", "plain.txt", "is a file"]),
+    (["--out", "/proc/probe-out"], ["--out", "/proc/probe-out", "cannot be written"]),
+    (["--out", "/proc/a/b"], ["--out", "/proc/a/b", "cannot be written", "'/proc'"]),
 ]
 
 
@@ -518,6 +535,10 @@ API_OTHER = [  # (path, body, field, words)
     ("/api/search", {**M, "gpus": ["nope"], "max_gpus": 1}, "gpus", []),
     ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "objective": "speed"}, "objective", []),
     ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "dtypes": ["fp9"]}, "dtypes", []),
+    ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "dtypes": ["bf16", "fp8", "int4", "fp4", "bf16"]},
+     "dtypes", ["1..4"]),
+    ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "emit": "vllm", "emit_rank": 101}, "emit_rank", []),
+    ("/api/estimate", {**M, "preemption": "retract"}, "preemption", []),
     ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "top": 0}, "top", []),
     ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "input_len": 200000}, "input_len", ["max_position"]),
     ("/api/search", {**M, "gpus": ["h100_sxm"], "max_gpus": 1, "output_len": 1}, "output_len", []),

@@ -8,8 +8,6 @@ with b = link bandwidth per direction x efficiency and a the latency per step.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -24,10 +22,8 @@ SIZES = [1 * KB, 1 * MB, 256 * MB]
 
 # h100_sxm: NVLink 4 450 GB/s per direction (hardware.yaml scaleup_bw_gbps_unidir) x collective
 # efficiency 0.65 (efficiency.yaml defaults.collective); 5 us per step (defaults.link_latency_s)
-NV_BW, NV_EFF, NV_LAT = 450e9, 0.65, 5e-6
-NV_BETA = 450e9 * 0.65
-# a100_80gb_sxm: NVLink 3 300 GB/s per direction, same efficiency and latency defaults
-A100_BETA = 300e9 * 0.65
+NV_BW, NV_EFF, NV_LAT = 450e9, 0.65, 5e-6   # b = 450e9 x 0.65 = 292.5e9 B/s
+# a100_80gb_sxm: NVLink 3 300 GB/s per direction, same efficiency and latency defaults: b = 195e9 B/s
 # gb200_nvl72: NVLink 5 900 GB/s per direction
 GB200_BETA = 900e9 * 0.65
 # network (links.yaml): 400 Gb/s NIC per GPU = 50e9 B/s, efficiency 0.85, 8 us per step
@@ -78,20 +74,6 @@ def test_network_link_needs_a_nic(l40s):
 # ---------------------------------------------------------------- flat all-reduce, each algorithm
 
 
-def hand_ar(algo: str, S: float, n: int, a: float, b: float) -> float:
-    if algo == "ring":
-        return 2 * (n - 1) * a + 2 * (n - 1) / n * S / b
-    if algo == "tree":
-        return 2 * math.ceil(math.log2(n)) * a + 2 * S / b
-    if algo == "oneshot":
-        return a + (n - 1) * S / b
-    if algo == "twoshot":
-        return 2 * a + 2 * (n - 1) / n * S / b
-    if algo == "nvls":
-        return 2 * a + S / b
-    raise AssertionError(algo)
-
-
 @pytest.mark.parametrize("S", SIZES)
 def test_all_reduce_each_algorithm_h100_8(h100, S):
     pl = nvlink8()
@@ -123,15 +105,43 @@ def test_all_reduce_numbers_for_1mb(h100):
     assert name == "nvls" and float(t) == pytest.approx(expect["nvls"], rel=1e-12)
 
 
-@pytest.mark.parametrize("n", [2, 4, 8])
-@pytest.mark.parametrize("S", SIZES)
-def test_auto_is_minimum_of_allowed_h100(h100, n, S):
+# Every algorithm worked out for h100_sxm (a = 5 us, b = 292.5e9 B/s); "auto" must give the smallest.
+# n = 2: ring = two-shot = NVLS = 2a + S/b, tree = 2a + 2S/b, one-shot = a + S/b (always the smallest)
+# n = 4: ring 6a + 1.5 S/b, tree 4a + 2S/b, one-shot a + 3S/b, two-shot 2a + 1.5 S/b, NVLS 2a + S/b
+# n = 8: ring 14a + 1.75 S/b, tree 6a + 2S/b, one-shot a + 7S/b, two-shot 2a + 1.75 S/b, NVLS 2a + S/b
+AUTO_H100 = [
+    # 1 KB: one-shot 5e-6 + 1e3/292.5e9 = 5.00342 us; next two-shot = NVLS = 10e-6 + 1e3/292.5e9 = 10.0034 us
+    (2, 1 * KB, "oneshot", 5.003418803419e-06),
+    # 1 MB: one-shot 5e-6 + 1e6/292.5e9 = 5 + 3.41880 = 8.41880 us; next 10e-6 + 1e6/292.5e9 = 13.4188 us
+    (2, 1 * MB, "oneshot", 8.418803418803e-06),
+    # 256 MB: one-shot 5e-6 + 256e6/292.5e9 = 5 + 875.2137 = 880.2137 us; next 10 + 875.2137 = 885.2137 us
+    (2, 256 * MB, "oneshot", 8.802136752137e-04),
+    # 1 KB: one-shot 5e-6 + 3e3/292.5e9 = 5.01026 us; NVLS 10e-6 + 1e3/292.5e9 = 10.0034 us;
+    #       two-shot 10e-6 + 1.5e3/292.5e9 = 10.0051 us; tree 20.0068 us; ring 30.0051 us
+    (4, 1 * KB, "oneshot", 5.010256410256e-06),
+    # 1 MB: NVLS 10e-6 + 1e6/292.5e9 = 13.4188 us; two-shot 10e-6 + 1.5e6/292.5e9 = 15.1282 us;
+    #       one-shot 5e-6 + 3e6/292.5e9 = 15.2564 us; tree 26.8376 us; ring 35.1282 us
+    (4, 1 * MB, "nvls", 1.341880341880e-05),
+    # 256 MB: NVLS 10e-6 + 256e6/292.5e9 = 885.2137 us; two-shot 10e-6 + 384e6/292.5e9 = 1322.8205 us;
+    #         ring 30e-6 + 384e6/292.5e9 = 1342.8205 us; tree 1770.4274 us; one-shot 2630.6410 us
+    (4, 256 * MB, "nvls", 8.852136752137e-04),
+    # 1 KB: one-shot 5e-6 + 7e3/292.5e9 = 5.02393 us; NVLS 10.0034 us; two-shot 10.0060 us; tree 30.0068 us
+    (8, 1 * KB, "oneshot", 5.023931623932e-06),
+    # 1 MB: NVLS 10e-6 + 1e6/292.5e9 = 13.4188 us; two-shot 10e-6 + 1.75e6/292.5e9 = 15.9829 us;
+    #       one-shot 5e-6 + 7e6/292.5e9 = 28.9316 us; tree 36.8376 us; ring 75.9829 us
+    (8, 1 * MB, "nvls", 1.341880341880e-05),
+    # 256 MB: NVLS 10e-6 + 256e6/292.5e9 = 885.2137 us; two-shot 10e-6 + 448e6/292.5e9 = 1541.6239 us;
+    #         ring 70e-6 + 448e6/292.5e9 = 1601.6239 us; tree 1780.4274 us; one-shot 6131.4957 us
+    (8, 256 * MB, "nvls", 8.852136752137e-04),
+]
+
+
+@pytest.mark.parametrize("n, S, best, expect", AUTO_H100)
+def test_auto_is_minimum_of_allowed_h100(h100, n, S, best, expect):
     pl = Placement(n, n, 1, Link("NVLink", NV_BW, NV_EFF, NV_LAT), None)
-    hand = {algo: hand_ar(algo, S, n, NV_LAT, NV_BETA) for algo in ("ring", "tree", "oneshot", "twoshot", "nvls")}
-    best = min(hand, key=hand.get)
     t, name = comm.all_reduce(S, pl, h100, "auto")
-    assert float(t) == pytest.approx(hand[best], rel=1e-12)
     assert name == best
+    assert float(t) == pytest.approx(expect, rel=1e-9)
 
 
 def test_auto_choices_by_size_h100(h100):
@@ -143,17 +153,26 @@ def test_auto_choices_by_size_h100(h100):
     assert comm.all_reduce(256e6, pl, h100)[1] == "nvls"
 
 
-@pytest.mark.parametrize("S", SIZES)
-def test_auto_is_minimum_without_nvls_a100(a100, S):
+# a100_80gb_sxm, 8 GPUs (a = 5 us, b = 300e9 x 0.65 = 195e9 B/s, no NVLS):
+# ring 14a + 1.75 S/b, tree 6a + 2S/b, one-shot a + 7S/b, two-shot 2a + 1.75 S/b
+AUTO_A100 = [
+    # 1 KB: one-shot 5e-6 + 7e3/195e9 = 5.03590 us; two-shot 10e-6 + 1.75e3/195e9 = 10.0090 us; tree 30.0103 us
+    (1 * KB, "oneshot", 5.035897435897e-06),
+    # 1 MB: two-shot 10e-6 + 1.75e6/195e9 = 18.9744 us; tree 30e-6 + 2e6/195e9 = 40.2564 us;
+    #       one-shot 5e-6 + 7e6/195e9 = 40.8974 us; ring 70e-6 + 1.75e6/195e9 = 78.9744 us
+    (1 * MB, "twoshot", 1.897435897436e-05),
+    # 256 MB: two-shot 10e-6 + 448e6/195e9 = 2307.4359 us; ring 70e-6 + 448e6/195e9 = 2367.4359 us;
+    #         tree 30e-6 + 512e6/195e9 = 2655.6410 us; one-shot 5e-6 + 1792e6/195e9 = 9194.7436 us
+    (256 * MB, "twoshot", 2.307435897436e-03),
+]
+
+
+@pytest.mark.parametrize("S, best, expect", AUTO_A100)
+def test_auto_is_minimum_without_nvls_a100(a100, S, best, expect):
     pl = Placement(8, 8, 1, Link("NVLink", 300e9, 0.65, 5e-6), None)  # a100_80gb_sxm NVLink 3
-    hand = {algo: hand_ar(algo, S, 8, 5e-6, A100_BETA) for algo in ("ring", "tree", "oneshot", "twoshot")}
-    best = min(hand, key=hand.get)
     t, name = comm.all_reduce(S, pl, a100, "auto")
     assert name == best and name != "nvls"
-    assert float(t) == pytest.approx(hand[best], rel=1e-12)
-    # 1 MB on A100: two-shot 10e-6 + 1.75e6/195e9 = 18.97 us beats one-shot 5e-6 + 7e6/195e9 = 40.9 us
-    if S == 1e6:
-        assert name == "twoshot"
+    assert float(t) == pytest.approx(expect, rel=1e-9)
 
 
 def test_nvls_only_where_the_switch_has_it(h100, a100):

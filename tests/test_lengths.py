@@ -118,3 +118,10 @@ def test_spread_lowers_the_kv_limited_batch():
     assert flat.limited_by == "kv-cache"
     assert spread.decode_batch < flat.decode_batch
     assert np.isclose(spread.output_len, 251.0)
+
+
+def test_length_options_are_the_declared_ones():
+    """workloads.lengths reads the same option names that faces/options.LENGTHS declares."""
+    from inferbound.faces.options import LENGTHS
+    from inferbound.workloads.lengths import LENGTH_OPTIONS
+    assert {o.name for o in LENGTHS} == set(LENGTH_OPTIONS)

@@ -25,6 +25,7 @@ from inferbound.pricing.kernels.loadattention import SCALAR, soft_ceil as la_sof
 from inferbound.operators import Op
 from inferbound.operators.op import gemm_shape
 from inferbound.pricing.roofline import price_ops
+from inferbound.pricing.collectives import comm_pricer_of
 
 NO_SPREAD = {"efficiency.gemm_spread": 0.0}
 
@@ -90,7 +91,7 @@ def test_fp4_gemms_run_at_their_own_compute_plateau():
     shape = gemm_shape(Dtypes(weight="fp4", act="fp4"), "dense_mlp", 1, (8192, 8192))
     assert gemm_kernel_dtype(shape, "fp4", "trtllm") == ("fp4", False)
     d = dep(model="llama-3.1-8b", gpu="b200_hgx", weight_dtype="fp4", act_dtype="fp4", engine="trtllm")
-    assert d.comm_pricer.kernels.params("gemm", "fp4")["e_c"] == e["fp4"]["e_c"]
+    assert comm_pricer_of(d).kernels.params("gemm", "fp4")["e_c"] == e["fp4"]["e_c"]
 
 
 def test_nvfp4_activations_default_to_an_fp8_kv_cache():
@@ -119,8 +120,8 @@ def test_weight_only_int4_int8_decode_streams_below_bf16():
 def test_static_fp8_scales_skip_the_quantization_pass():
     """Per-tensor fp8 with calibrated (static) scales, as TensorRT-LLM builds it, pays no activation-
     quantization pass: the curve's t_q = M·K·b_q/(W·e_m) term is gone (vLLM's online fp8 pays it)."""
-    g = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", weight_dtype="fp8", act_dtype="fp8", engine="trtllm",
-                        calibration="none").comm_pricer.kernels
+    g = comm_pricer_of(make_deployment(model="llama-3.1-8b", gpu="h100_sxm", weight_dtype="fp8", act_dtype="fp8",
+                                       engine="trtllm", calibration="none")).kernels
     dyn, stat = g.params("gemm", "fp8", False), g.params("gemm", "fp8", True)
     assert dyn["quant_bytes"] > 0 and stat["quant_bytes"] == 0.0
     shape = gemm_shape(Dtypes(weight="fp8", act="fp8"), "dense_mlp", 1, (4096, 4096))
@@ -186,7 +187,7 @@ def curve(gpu, kind, algo, n, S, scale=1.0):
 
 def _ar(d, size):
     op = Op("ar", "collective", 1, comm={"kind": "all_reduce", "bytes": size, "group": "tp", "size": d.par.tp})
-    return float(d.comm_pricer(op)[0])
+    return float(comm_pricer_of(d)(op)[0])
 
 
 def test_vllm_custom_all_reduce_below_8_mib_nccl_above():
@@ -270,8 +271,8 @@ def test_mxfp4_experts_run_the_engines_kernel_on_blackwell():
     """gpt-oss's MXFP4 experts with 16-bit activations: TensorRT-LLM runs MXFP8 activations x MXFP4 weights
     on Blackwell (engines.yaml pricing.mxfp4_moe_activation) and a weight-only kernel on Hopper."""
     shape = {"weight": "fp4", "bits": 4.25, "checkpoint": True, "moe": {}}
-    b200 = dep(model="llama-3.1-8b", gpu="b200_hgx", engine="trtllm").comm_pricer.kernels
-    h200 = dep(model="llama-3.1-8b", gpu="h200_sxm", engine="trtllm").comm_pricer.kernels
+    b200 = comm_pricer_of(dep(model="llama-3.1-8b", gpu="b200_hgx", engine="trtllm")).kernels
+    h200 = comm_pricer_of(dep(model="llama-3.1-8b", gpu="h200_sxm", engine="trtllm")).kernels
     e = load_data()["gpus"]
     assert b200.moe_params(shape, "bf16")["e_c"] == e["b200_hgx"]["moe"]["trtllm"]["mxfp4_fp8"]["e_c"]
     assert h200.moe_params(shape, "bf16")["e_c"] == e["h200_sxm"]["moe"]["trtllm"]["mxfp4_wo"]["e_c"]

@@ -320,6 +320,7 @@ def test_ray_missing_is_a_clear_error(monkeypatch):
         search(M8, gpus=["h100_sxm"], max_gpus=1, backend="ray")
 
 
+@pytest.mark.slow   # starting Ray's local cluster takes 15 to 20 s on 2 cores; CI runs it
 def test_ray_backend_gives_the_local_table():
     ray = pytest.importorskip("ray", reason="ray is an optional extra (pip install 'inferbound[ray]')")
     kwargs = dict(gpus=["h100_sxm", "l40s"], max_gpus=4, output_len=128)
@@ -558,3 +559,157 @@ def test_emitted_limits_are_per_rank_under_data_parallel_attention():
     assert flag(s, "--attn-dp-size") == "2" and flag(s, "--tp-size") == str(row.tp * 2)
     assert int(flag(s, "--max-running-requests")) == row.max_num_seqs
     assert int(flag(s, "--chunked-prefill-size")) == 2 * row.token_budget
+
+
+# --------------------------------------------------------------------------- size caps and Ctrl-C
+
+TINY = ["search", M8, "--gpus", "h100_sxm", "--max-gpus", "2", "--output", "128"]
+
+
+def _one_line(r, code: int, *words, printed: bool = False):
+    """Exit ``code``, nothing on stdout (unless ``printed``: what came before), one line on stderr naming
+    ``words``, no traceback."""
+    assert r.exit_code == code, r.output
+    assert "Traceback" not in r.output and (printed or not r.stdout.strip()), r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.fixture
+def web():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from inferbound.web import create_app
+    return TestClient(create_app())
+
+
+def test_max_gpus_cap_is_the_apis_on_the_cli_too(monkeypatch, web):
+    """--max-gpus 100000 is refused by the CLI as by the API (one constant, options.MAX_SEARCH_GPUS), before
+    any work; --no-cap lets it through to the search."""
+    from inferbound.faces.options import MAX_SEARCH_GPUS
+    from inferbound.web import schemas
+    import inferbound.search
+    assert schemas.MAX_SEARCH_GPUS == MAX_SEARCH_GPUS == 72  # one NVL72 rack
+    asked = []
+
+    def stub(model, **kw):  # the search itself: record what reached it, then stop
+        asked.append(kw["max_gpus"])
+        raise ValueError("stub search reached")
+    monkeypatch.setattr(inferbound.search, "search", stub)
+    _one_line(runner.invoke(app, [*TINY[:4], "--max-gpus", "100000"]), 2, "max_gpus=100000", "1..72", "--no-cap")
+    _one_line(runner.invoke(app, [*TINY[:4], "--max-gpus", "73"]), 2, "max_gpus=73")
+    assert asked == []
+    r = web.post("/api/search", json={"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 100000})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "max_gpus"
+    for n in ("72", "100000"):
+        flags = [] if n == "72" else ["--no-cap"]
+        _one_line(runner.invoke(app, [*TINY[:4], "--max-gpus", n, *flags]), 2, "stub search reached")
+    assert asked == [72, 100000]
+
+
+def test_the_size_estimate_counts_every_configuration():
+    """estimate_size counts the configurations the evaluation makes (each layout's D_max, times its prefill
+    batches when disaggregated), in both modes, and prices them with data/search.yaml limits:
+    layouts x bytes_per_layout + configurations x bytes_per_configuration."""
+    from inferbound.search.space import search_limits
+    lim = search_limits()
+    for mode in (False, True, "both"):
+        seen = []
+        res = search(M8, gpus=["h100_sxm", "l40s"], max_gpus=2, output_len=128, disaggregated=mode, workers=1,
+                     on_size=seen.append)
+        (size,) = seen
+        assert size.configurations == res.evaluated == len(res.points)
+        assert size.modes * size.layouts == res.layouts and size.modes == (2 if mode == "both" else 1)
+        assert size.peak_bytes == size.layouts * lim["bytes_per_layout"] + \
+            size.configurations * lim["bytes_per_configuration"]
+        assert not size.over_budget
+
+
+def test_a_search_over_the_memory_budget_is_refused_before_any_evaluation(monkeypatch, web):
+    """With a budget below the tiny search's estimate: the CLI refuses in one line naming the estimate and
+    --no-cap, evaluating nothing; --no-cap runs it and prints the estimate first; the API refuses with 422."""
+    from inferbound.search import backends
+    from inferbound.search.space import search_limits
+    monkeypatch.setitem(search_limits(), "memory_budget_gb", 1e-6)  # 1 kB
+    monkeypatch.setitem(search_limits(), "announce_above_gb", 1e-6)
+    real = backends.evaluate_layout
+    calls = []
+    monkeypatch.setattr(backends, "evaluate_layout", lambda *a: calls.append(1) or real(*a))
+    r = runner.invoke(app, TINY)
+    _one_line(r, 2, "max_gpus=2", "configurations", "GB peak memory", "over the budget", "--no-cap")
+    assert calls == []
+    r = web.post("/api/search", json={"model": "llama-3.1-8b", "gpus": ["h100_sxm"], "max_gpus": 2,
+                                      "output_len": 128})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "max_gpus"
+    assert "over the budget" in r.json()["detail"][0]["msg"] and calls == []
+    r = runner.invoke(app, [*TINY, "--no-cap"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.startswith("search size (estimate): ") and "configurations" in r.stderr
+    assert "Why:" in r.stdout and calls
+
+
+@pytest.mark.parametrize("phase", ["space", "estimate", "evaluation", "forked evaluation", "ranking", "frontier"])
+def test_ctrl_c_in_every_phase_exits_130_in_one_line(monkeypatch, phase):
+    """A KeyboardInterrupt wherever the search is (building the space, estimating its size, evaluating in this
+    process or in a forked worker, ranking, the frontier): exit code 130, one line, no traceback, no worker
+    process left."""
+    import multiprocessing
+    import inferbound.search
+    import inferbound.search.result
+    from inferbound.search import backends
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+    where = {"space": (inferbound.search, "build_space"), "estimate": (inferbound.search, "estimate_size"),
+             "evaluation": (backends, "evaluate_layout"), "forked evaluation": (backends, "evaluate_layout"),
+             "ranking": (inferbound.search, "best_per_layout"), "frontier": (inferbound.search.result, "pareto_mask")}
+    monkeypatch.setattr(*where[phase], ctrl_c)
+    args = TINY + ["--workers", "2" if phase == "forked evaluation" else "1"]
+    if phase == "forked evaluation":
+        monkeypatch.setitem(backends.search_defaults()["local"], "min_layouts_per_worker", 1)
+        real = backends._forked
+        forks = []
+        monkeypatch.setattr(backends, "_forked", lambda *a: forks.append(a[-1]) or real(*a))
+    r = runner.invoke(app, args)
+    _one_line(r, 130, "interrupted", printed=phase == "frontier")  # the table comes before the frontiers
+    assert multiprocessing.active_children() == []
+    if phase == "forked evaluation":
+        assert forks == [2]  # the workers did run, and each interrupted one came back to the parent
+
+
+def test_a_real_ctrl_c_stops_the_search_and_its_workers(tmp_path):
+    """SIGINT to the process group (what a terminal's Ctrl-C sends) while a search runs over forked workers:
+    exit code 130 within seconds, one line on stderr, no process of the group left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    if not sys.platform.startswith("linux"):
+        pytest.skip("forked workers are Linux-only")
+    code = ("import sys; from inferbound.cli import app; print('ready', flush=True); "
+            "sys.argv = ['inferbound', 'search', 'llama-3.1-8b', '--max-gpus', '8', '--workers', '2', "
+            "'--both-modes', '--json']; app()")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"  # imports done: the search starts now
+        time.sleep(3)  # into the sweep (about 20 s of work on 2 cores)
+        os.killpg(p.pid, signal.SIGINT)
+        t = time.monotonic()
+        out, err = p.communicate(timeout=60)
+        assert time.monotonic() - t < 15
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("search size")]
+    assert lines == ["error: interrupted (Ctrl-C): the command stopped before it finished"], err
+    assert not out.strip()
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # the workers went with it
+        os.killpg(p.pid, 0)

@@ -115,7 +115,7 @@ def test_closed_loop_never_exceeds_its_clients():
 def test_poisson_arrivals_run_at_their_nominal_rate():
     """n gaps scaled to sum n/λ: the n-th arrival is at n/λ exactly (issue: 500 unscaled gaps with seed 0 sum
     to ~548 mean gaps); the gaps stay exponential-like (coefficient of variation near 1)."""
-    from inferbound.sim.requests import poisson
+    from inferbound.workloads.requests import poisson
     reqs = poisson(4.0, 500, 100, 10, seed=0)
     arrivals = np.array([r.arrival_s for r in reqs])
     assert arrivals[-1] == pytest.approx(500 / 4.0, rel=1e-12)

@@ -123,7 +123,7 @@ def test_block_manager():
     assert [blocks_for(t, 16) for t in (0, 1, 16, 17, 32, 33)] == [0, 1, 1, 2, 2, 3]
     pool = BlockManager(10, 16)
     pool.allocate(7)
-    assert pool.free == 3
+    assert pool.free == 3 and pool.used() == 7
     with pytest.raises(RuntimeError):
         pool.allocate(4)
     pool.release(7)
@@ -182,12 +182,12 @@ def test_property_every_request_leaves_with_all_its_tokens(dep8b, seed, policy, 
     kw = dict(prefill_replicas=1, decode_replicas=2) if disagg else {}
     r = simulate(dep8b, trace=reqs, num_blocks=need + spare, preemption=policy, max_num_batched_tokens=128,
                  max_num_seqs=16, **kw)
-    L = r.run.ledger
+    ledger = r.run.ledger
     assert r["completed"] == r["submitted"] == 25 and r["in_flight"] == 0
-    assert L.generated == L.output  # every request produced all its tokens
-    assert L.gap_values().size == sum(o - 1 for o in L.output)  # ...each exactly once
+    assert ledger.generated == ledger.output  # every request produced all its tokens
+    assert ledger.gap_values().size == sum(o - 1 for o in ledger.output)  # ...each exactly once
     assert r["max_kv_blocks_used"] <= need + spare
-    assert all(p.pool.free == p.pool.num_blocks for p in r.run.replicas)  # every block returned
+    assert all(p.pool.used() == 0 for p in r.run.replicas)  # every block returned
     assert r["little_ratio"] == pytest.approx(1.0, rel=1e-9)
 
 
@@ -379,7 +379,23 @@ def test_prefill_swapped_out_one_token_short_is_not_a_resumed_decode(dep8b):
     need = max(blocks_for(r.input_len + r.output_len - 1, 16) for r in reqs)
     r = simulate(dep8b, trace=reqs, num_blocks=need + 8, preemption="swap", max_num_batched_tokens=128,
                  max_num_seqs=16)
-    L = r.run.ledger
+    ledger = r.run.ledger
     assert r.summary["preemptions"] > 0
-    gaps = L.gap_values()
-    assert gaps.size == sum(o - 1 for o in L.output) and np.all(np.isfinite(gaps)) and np.all(gaps > 0)
+    gaps = ledger.gap_values()
+    assert gaps.size == sum(o - 1 for o in ledger.output) and np.all(np.isfinite(gaps)) and np.all(gaps > 0)
+
+
+def test_events_pop_by_time_then_push_order():
+    """The event loop's heap holds named events (StepEnd, KVArrival) ordered as tuples: by time, then by
+    push order, so the replica and the payload are never compared."""
+    import heapq
+
+    from inferbound.sim.event_loop import KVArrival, StepEnd
+    events = [StepEnd(1.0, 2, None, [], []), KVArrival(1.0, 1, None, 4, 3), StepEnd(0.5, 3, None, [7], [])]
+    heap: list = []
+    for e in events:
+        heapq.heappush(heap, e)
+    popped = [heapq.heappop(heap) for _ in events]
+    assert [(e.t, e.seq) for e in popped] == [(0.5, 3), (1.0, 1), (1.0, 2)]
+    assert type(popped[1]) is KVArrival and (popped[1].rid, popped[1].blocks) == (4, 3)
+    assert popped[0].finished == [7]

@@ -156,7 +156,7 @@ def test_decode_need_mask_equals_formula():
                 depth = float(rng.integers(0, max_depth))
                 held = -(-int(c + rng.integers(0, 2)) // bs)  # its blocks hold its cached tokens (H·bs >= C)
                 d.add(c, 1.0, 10.0, max(held - depth, 0.0), j, j, 0.0, depth=depth if held >= depth else held)
-            rep = SimpleNamespace(dec=d, k=k, pool=SimpleNamespace(block_size=bs))
+            rep = SimpleNamespace(dec=d, spec_k=k, pool=SimpleNamespace(block_size=bs))
             need, total = Replica._decode_need(rep)
             ref = _need_by_formula(d, bs, k)
             assert np.array_equal(np.asarray(need, dtype=float), ref) and total == int(ref.sum())

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from cli_helpers import assert_one_line_error
 from inferbound.deploy import speculative
+from inferbound.step import speculative as spec_step
 from inferbound.step import contract as step
 from inferbound.cli import app
 from inferbound.deploy.deployment import make_deployment
@@ -43,7 +44,7 @@ def test_tokens_per_step_by_hand():
 
 def test_verify_pass_is_a_chunk_of_k_plus_one():
     m = dep70().model
-    load = speculative.verify_load(m, 2, 1000.0, 3)
+    load = spec_step.verify_load(m, 2, 1000.0, 3)
     assert float(load.tokens) == 8.0 and float(load.sampled) == 8.0 and float(load.sequences) == 2.0
     dec, pre, cached = load.attention[("full", None)]
     # 4 new tokens after 1000 cached: pairs 4·1000 + (1+2+3+4) = 4010 per sequence, as a chunk; reads 1004
@@ -68,9 +69,9 @@ def test_tpot_is_verify_plus_draft_over_tau():
     dep = dep70(speculative="eagle", spec_tokens=3, acceptance=0.8)
     e = estimate(dep, batch=1, input_len=I, output_len=O)
     ctx = 1024 + (np.arange(32) + 0.5) * (255 / 32) - 0.5  # estimate.decode_contexts for N − 1 = 255 steps
-    verify = step.price(dep, speculative.verify_load(dep.model, 1, ctx, 3))
+    verify = step.price(dep, spec_step.verify_load(dep.model, 1, ctx, 3))
     dr = speculative.drafter_of(dep)
-    draft = dr.cost(lambda ld: step.price(dr.deployment, ld), step.uniform(dr.model, decode=1, context=ctx), 1)
+    draft = spec_step.draft_cost(dr, lambda ld: step.price(dr.deployment, ld), step.uniform(dr.model, decode=1, context=ctx), 1)
     # the verify pass samples k + 1 = 4 logits rows of one sequence, but the engine's per-sequence host
     # work (engines.yaml pricing.host seq_s, times the GPU's host_factor) is paid once: 3 rows too many
     _, seq_s = host_cost(dep.engine, dep.calibration)
@@ -115,11 +116,11 @@ def test_mtp_modules_from_the_config():
 
 def test_crossover_batch_where_verify_cost_meets_tau():
     dep = dep70(speculative="eagle", spec_tokens=3, acceptance=0.8)
-    b = speculative.crossover_batch(dep, 1152)
+    b = spec_step.crossover_batch(dep, 1152)
     assert b is not None and b > 1
 
     def ratio(batch):
-        cost, tau = speculative.step_cost(dep, batch, 1152)
+        cost, tau = spec_step.step_cost(dep, batch, 1152)
         return float(cost.time) / tau / float(step.decode(dep, batch, 1152).time)
     assert ratio(b) >= 1.0 > ratio(b - 1)   # the smallest batch where t_step/τ >= t_decode
     assert ratio(1) < 1 / 1.5               # batch 1: helps by > 1.5x

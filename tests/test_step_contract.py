@@ -18,6 +18,8 @@ from inferbound.sim import simulate
 from inferbound.step.table import StepModel
 from inferbound.workloads import steady_state
 from inferbound.workloads.max_throughput import MAX_THROUGHPUT_GRID
+from inferbound.pricing.collectives import comm_pricer_of
+from inferbound.deploy.runtime import offline_runtime
 
 LAYOUTS = [(pp, tp) for pp in (1, 2, 4) for tp in (1, 2)]
 
@@ -108,7 +110,7 @@ def test_stream_and_isolated_formulas_by_hand():
     parts = [step.price_ops(step.stage_ops(dep.model, dep.dtypes, dep.par, half.tokens, half.sampled,
                                            half.attention, layers, first, last,
                                            dep.gpu.efficiency.moe_imbalance), dep.gpu, dep.compute_dtype,
-                            dep.dtypes.kv_dtype, dep.comm_pricer)
+                            dep.dtypes.kv_dtype, comm_pricer_of(dep))
              for layers, first, last in step.stages_of(dep)]
     t = [float(p.time) for p in parts]
     s = float(step.send_seconds(dep, half.tokens))
@@ -123,7 +125,7 @@ def test_search_evaluator_equals_max_throughput():
     dep = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, calibration="none",
                           engine_options={"token_budget": 8192})
     mt = max_throughput(dep, input_len=1024, output_len=256, num_requests=10**9)
-    assert dep.offline_runtime() == dep.runtime      # vLLM 0.33 on H100: the same budget online and offline
+    assert offline_runtime(dep) == dep.runtime      # vLLM 0.33 on H100: the same budget online and offline
     pts = evaluate_layout(dep, Workload(input_len=1024, output_len=256))
     i = int(np.argmax(pts.tok_s))
     assert pts.tok_s[i] == pytest.approx(mt.output_tok_s, rel=1e-9)

@@ -472,7 +472,7 @@ def test_base_bands_are_the_80th_percentile_of_out_of_fold_errors():
 
 
 def test_bands_widen_for_each_way_a_deployment_extrapolates():
-    from inferbound.calibration.bands import band_for, widening
+    from inferbound.deploy.bands import band_for, widening
     cov = {"gpus": ["h100_sxm"], "engines": [ENGINE], "dtypes": ["bf16"], "families": ["llama"]}
     ext = {"gpu": 1.5, "prior_curves": 1.2, "cross_vendor": 2.0, "engine": 1.3, "dtype": 1.4, "family": 1.25}
     cal = Calibration(bands={"static_batch/throughput": 0.1, "extrapolation": ext, "coverage": cov})

@@ -155,17 +155,47 @@ def test_group_summary_counts_not_covered(predictions):
     assert itl["n"] == 2 and itl["not_covered"] == 2
 
 
-# ----------------------------------------------------------------- the shared measured data
+# ----------------------------------------------------------------- the measured data
+
+#: the static_batch rows with tp > 1 of ../shared/validation/measured.csv (67 rows: TensorRT-LLM v0.9.0
+#: performance doc, gpt-fast README, TensorRT-LLM H200 launch blog), copied verbatim with their
+#: source_url column, so that a fresh clone runs this check without the shared folder
+TP_ROWS_CSV = Path(__file__).parent / "data" / "measured_static_tp.csv"
+#: public measured rows kept in the repo (benchmarks/data/README.md); 70 of them are static_batch, tp > 1
+PUBLIC_CSV = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "measured_public.csv"
 
 
-def test_shared_static_tp_rows_all_covered():
-    if not SHARED_CSV.is_file():
-        pytest.skip(f"shared measured data not found at {SHARED_CSV}")
-    rows, _ = read_csv(SHARED_CSV)
-    tp_rows = [r for r in rows if r.scenario == "static_batch" and r.tp > 1]
-    assert tp_rows, "no static_batch rows with tp > 1 in the shared data"
-    preds = predict_rows(tp_rows)
+def static_tp_rows(path: Path):
+    rows, _ = read_csv(path)
+    return [r for r in rows if r.scenario == "static_batch" and r.tp > 1]
+
+
+def assert_all_covered(rows):
+    preds = predict_rows(rows)
     missing = [(p.row.case, p.reason) for p in preds if not p.covered]
     assert not missing, missing
     for p in preds:
-        assert p.predicted > 0
+        assert p.predicted > 0, p.row.case
+
+
+@pytest.mark.parametrize("path, count", [(TP_ROWS_CSV, 67), (PUBLIC_CSV, 70)], ids=["tests-data", "public"])
+def test_static_tp_rows_all_covered(path, count):
+    rows = static_tp_rows(path)
+    assert len(rows) == count
+    assert all(r.extra["source_url"].startswith("https://") for r in rows)   # every row names where it was read
+    assert_all_covered(rows)
+
+
+def test_shared_static_tp_rows_all_covered():
+    """Extra check where the shared data is present (not in a fresh clone): every static_batch tp > 1 row
+    of the shared file is covered, and the copy in tests/data still equals the shared rows it was taken from."""
+    if not SHARED_CSV.is_file():
+        pytest.skip(f"shared measured data not found at {SHARED_CSV} (tests/data/measured_static_tp.csv "
+                    f"covers its rows)")
+    shared = static_tp_rows(SHARED_CSV)
+    assert shared, "no static_batch rows with tp > 1 in the shared data"
+    copy = {r.case: r for r in static_tp_rows(TP_ROWS_CSV)}
+    by_case = {r.case: r for r in shared}
+    assert set(copy) <= set(by_case), sorted(set(copy) - set(by_case))
+    assert [c for c in copy if copy[c] != by_case[c]] == []
+    assert_all_covered([r for r in shared if r.case not in copy])   # the copied rows: the test above

@@ -1,12 +1,14 @@
-"""Error bands: the relative error a prediction carries, from cross-validated residuals, wider where the
-prediction extrapolates beyond what the fit saw.
+"""Error bands, offline: computed from cross-validated residuals and written into a calibration's ``bands``
+(``inferbound calibrate``, ``benchmarks/accuracy_report.py --write-bands``). The run-time lookup (the band
+of one prediction, widened where it extrapolates) is deploy/bands.py.
 
 Base band (``base_bands``): the Q = 0.8 quantile of |out-of-fold relative error| per scenario and metric
 kind (throughput, latency), taken for the leave-one-GPU-out and the leave-one-source-out fits apart and
 the larger kept, so it holds the truth on at least 80 % of the out-of-fold rows of either scheme; keys
 ``<scenario>/<kind>``, ``*/<kind>``, ``*`` (groups of at least MIN_ROWS).
 
-Widening (``extrapolation``), multiplied in for each way a prediction leaves the fit's data:
+Widening (``extrapolation``), the factor deploy/bands.py multiplies in for each way a prediction leaves
+the fit's data:
 
 - ``gpu``: the GPU had no row in the fit: q80(|e| leave-one-GPU-out) / q80(|e| leave-one-source-out);
 - ``prior_curves``: the GPU's kernel curves are priors derived from a measured GPU of its vendor
@@ -19,13 +21,14 @@ Widening (``extrapolation``), multiplied in for each way a prediction leaves the
   sources whose engine no other source has, over the rest's, where at least MIN_ROWS exist, else ASSUMED;
 - ``dtype``, ``family``: a compute format or model family absent from the fit: ASSUMED.
 
-Every factor is >= 1. ``band_for(cal, dep, ...)`` applies them to a deployment and says why.
+Every factor is >= 1. ``coverage`` lists what the fit saw (GPUs, engines, formats, families).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..validation.dataset import LATENCY_METRICS
+from ..deploy.bands import curve_source, kind_of
+from ..validation.predict import deployment_for
 
 Q = 0.8
 MIN_ROWS = 5
@@ -34,7 +37,7 @@ ASSUMED = {"prior_curves": 1.3, "cross_vendor": 2.0, "engine": 1.3, "dtype": 1.4
 
 
 def _kind(row) -> str:
-    return "latency" if row.metric in LATENCY_METRICS else "throughput"
+    return kind_of(row.metric)
 
 
 def _q(values) -> float:
@@ -60,11 +63,26 @@ def _ratio(num, den) -> float | None:
     return max(1.0, _q(num) / _q(den))
 
 
+def row_setups(rows) -> list[dict | None]:
+    """Per row, what the widening compares against the fit's coverage: the engine profile, GPU, compute
+    and weight formats, model family of its deployment (catalog priors), and its source; None where the
+    row names no deployment (the same deployments calibration/fit.py ``row_features`` builds)."""
+    out, cache = [], {}
+    for r in rows:
+        if r.setup_key not in cache:
+            try:
+                d = deployment_for(r, calibration="none")
+                cache[r.setup_key] = {"engine": d.engine, "gpu": d.gpu.id, "dtype": d.compute_dtype,
+                                      "weight": d.dtypes.weight, "family": d.model.family, "source": r.source}
+            except (ValueError, KeyError):
+                cache[r.setup_key] = None
+        out.append(cache[r.setup_key])
+    return out
+
+
 def bands_from(rows, oof: dict, fitted) -> dict:
     """The calibration's ``bands`` from out-of-fold errors ``oof`` ({'gpu': errors, 'source': errors, ...},
     arrays aligned with ``rows``) and the fitted predictions (in-sample, used where no CV ran)."""
-    from ..pricing.kernels import curves_for
-    from .fit import row_features
     schemes = [list(oof[k]) for k in ("gpu", "source") if k in oof]
     if not schemes:  # no cross-validation: in-sample errors (narrower than they should be; said in 'basis')
         schemes = [[p.error if p.covered else np.nan for p in fitted]]
@@ -72,13 +90,13 @@ def bands_from(rows, oof: dict, fitted) -> dict:
     for errs in schemes:
         for k, v in base_bands(rows, errs, scenario_keys_only=False).items():
             out[k] = max(out.get(k, 0.0), v)
-    feats = row_features(rows)
+    feats = row_setups(rows)
     ext = dict(ASSUMED)
     e_g, e_s = oof.get("gpu"), oof.get("source")
     if e_g is not None and e_s is not None:
         r = _ratio(e_g, e_s)
         ext["gpu"] = r if r is not None else ASSUMED["engine"]
-        prior = [bool(f and (curves_for(f["gpu"]) is None or curves_for(f["gpu"]).extrapolated)) for f in feats]
+        prior = [bool(f and (curve_source(f["gpu"]) is None or curve_source(f["gpu"])[0] == "prior")) for f in feats]
         r = _ratio([e for e, p in zip(e_g, prior) if p], [e for e, p in zip(e_g, prior) if not p])
         if r is not None:
             ext["prior_curves"] = r
@@ -100,63 +118,3 @@ def bands_from(rows, oof: dict, fitted) -> dict:
     out["basis"] = (f"q{Q:.0%} of |out-of-fold error| ({', '.join(k for k in ('gpu', 'source') if k in oof)} folds)"
                     if any(k in oof for k in ("gpu", "source")) else "in-sample errors (no cross-validation)")
     return out
-
-
-def _vendor(gpu_id: str) -> str:
-    from ..hardware import get_gpu
-    try:
-        return get_gpu(gpu_id).vendor.split()[0].lower() if get_gpu(gpu_id).vendor else ""
-    except ValueError:
-        return ""
-
-
-def widening(cal, dep) -> tuple[float, list[str]]:
-    """(multiplier, reasons) of the ways ``dep`` extrapolates beyond the calibration's fit (docstring).
-    Kept on the deployment for the last calibration asked (a deployment and a calibration do not change)."""
-    memo = getattr(dep, "__dict__", {}).get("_band_widening")
-    if memo is not None and memo[0] is cal:
-        return memo[1][0], list(memo[1][1])
-    out = _widening(cal, dep)
-    if hasattr(dep, "__dict__"):
-        dep.__dict__["_band_widening"] = (cal, out)
-    return out[0], list(out[1])
-
-
-def _widening(cal, dep) -> tuple[float, list[str]]:
-    from ..pricing.kernels import curves_for
-    b = cal.bands or {}
-    ext = b.get("extrapolation") or {}
-    cov = b.get("coverage") or {}
-    if not ext or not cov:
-        return 1.0, []
-    factor, why = 1.0, []
-    gpu = dep.gpu.id
-    curves = curves_for(gpu) if dep.gpu.efficiency.kernel_curves else None
-    if gpu not in cov.get("gpus", []):
-        factor *= ext.get("gpu", 1.0)
-        why.append(f"GPU {gpu} absent from the fit")
-    if curves is None or (curves.extrapolated and _vendor(curves.derived_from or "") != _vendor(gpu)):
-        factor *= ext.get("cross_vendor", 1.0)
-        why.append("no measured kernels of this vendor (curves from another vendor's template, or none)")
-    elif curves.extrapolated:
-        factor *= ext.get("prior_curves", 1.0)
-        why.append(f"prior kernel curves (derived from {curves.derived_from})")
-    if dep.engine not in cov.get("engines", []):
-        factor *= ext.get("engine", 1.0)
-        why.append(f"engine {dep.engine} absent from the fit")
-    if dep.compute_dtype not in cov.get("dtypes", []) or dep.dtypes.weight not in cov.get("dtypes", []):
-        factor *= ext.get("dtype", 1.0)
-        why.append(f"format {dep.dtypes.weight}/{dep.compute_dtype} absent from the fit")
-    if dep.model.family not in cov.get("families", []):
-        factor *= ext.get("family", 1.0)
-        why.append(f"model family {dep.model.family} absent from the fit")
-    return factor, why
-
-
-def band_for(cal, dep, scenario: str, kind: str, bound: str | None = None) -> float | None:
-    """Expected relative error of a ``kind`` figure of ``scenario`` for ``dep``: the base band times the
-    widening of the ways it extrapolates; None without a band."""
-    base = cal.band(scenario, kind, bound)
-    if base is None:
-        return None
-    return round(base * widening(cal, dep)[0], 4)

@@ -33,6 +33,7 @@ from ..pricing.kernel_pricing import host_cost
 from ..validation.dataset import Row
 from ..validation.predict import deployment_for, predict_rows
 from ..deploy.calibration import Calibration
+from .bands import base_bands
 
 #: log-space prior widths by kind: a kernel-class factor 1.35x off costs as much as one row 2x off
 PRIOR_SIGMA = {"kernel": 0.3, "step_s": 1.0, "seq_s": 1.5}
@@ -209,5 +210,4 @@ def fit_request_overhead(rows: list[Row], cal: Calibration) -> float:
 
 def error_bands(rows: list[Row], rel_errors, bounds, q: float = 0.8) -> dict:
     """Bands of one set of out-of-fold errors (bands.py ``base_bands``); kept for callers of the old API."""
-    from .bands import base_bands
     return base_bands(rows, np.asarray(rel_errors, dtype=float), q)

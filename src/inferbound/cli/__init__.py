@@ -2,7 +2,9 @@
 
 Every error is one line on stderr, exit code 2, no traceback: a command body's ValueError
 (common.run) and typer/click's own usage errors (missing argument, a value that is not an integer,
-an unknown option) alike, the latter through :class:`OneLineGroup`.
+an unknown option) alike, the latter through :class:`OneLineGroup`. Ctrl-C (KeyboardInterrupt), in any
+phase of any command, is one line too, ``error: interrupted``, with exit code 130 (128 + SIGINT, as a shell
+reports it).
 
 Commands load on first use: :data:`COMMANDS` names the module that registers each one, and the group
 imports (and builds the click command of) only the command being run; ``--help``, a typo's
@@ -24,6 +26,16 @@ COMMANDS = {"models": "catalog_cmds", "gpus": "catalog_cmds", "compare": "compar
 
 #: click's base exception class, wherever this typer takes click from (vendored in typer >= 0.2x)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+#: exit code of a command stopped by Ctrl-C: 128 + SIGINT (2), what a shell reports for it
+INTERRUPTED = 130
+INTERRUPTED_LINE = "interrupted (Ctrl-C): the command stopped before it finished"
+
+
+def _interrupted() -> None:
+    from .common import err_console, labelled
+    err_console.print(labelled("error:", "red", INTERRUPTED_LINE), highlight=False, soft_wrap=True)
+    sys.exit(INTERRUPTED)
 
 
 def usage_error_line(e: Exception) -> str:
@@ -69,6 +81,12 @@ class OneLineGroup(TyperGroup):
         order = {n: i for i, n in enumerate(COMMANDS)}
         return sorted(self.commands, key=lambda n: order.get(n, len(order)))
 
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # before click turns it into Abort (which would print an empty line first)
+            _interrupted()
+
     def resolve_command(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in COMMANDS:  # a typo: suggest from all
             self._load(COMMANDS)
@@ -86,9 +104,13 @@ class OneLineGroup(TyperGroup):
                 sys.exit(e.exit_code)
             err_console.print(labelled("error:", "red", usage_error_line(e)), highlight=False, soft_wrap=True)
             sys.exit(e.exit_code)
-        except typer.Abort:
+        except typer.Abort as e:
+            if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C while click parsed the arguments
+                _interrupted()
             err_console.print(labelled("error:", "red", "aborted"), highlight=False, soft_wrap=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            _interrupted()
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ..faces.options import PRICES
+from ..faces.options import GPU_FILE, JSON, PRICES
 from . import app
-from .common import GpuFile, Json, console, labelled, print_json, run
-from .params import annotation, parse
+from .common import console, labelled, print_json, run
+from .params import annotation, declared, parse
 
 
 @app.command()
-def models(json: Json = False) -> None:
+@declared
+def models(json: annotation(JSON)) -> None:
     """List the bundled model catalog: parameters, layers, attention type, KV bytes per token."""
     def body():
         from ..faces.report import model_rows
@@ -29,7 +30,8 @@ def models(json: Json = False) -> None:
 
 
 @app.command()
-def gpus(json: Json = False, gpu_file: GpuFile = None, prices: annotation(PRICES) = None) -> None:
+@declared
+def gpus(json: annotation(JSON), gpu_file: annotation(GPU_FILE), prices: annotation(PRICES)) -> None:
     """List the GPU catalog (dense peaks, HBM in GB = 1e9 bytes, links, power) and each GPU's price: the cited
     on-demand $/GPU-hour with its provider and date, the user's (--price), or why there is none."""
     def body():

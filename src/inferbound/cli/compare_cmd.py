@@ -4,15 +4,10 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..faces.options import Opt
-from .common import console, print_json, warn, writable_file
+from ..faces.options import COMPARE
+from .common import console, print_json, warn
+from .output import Writes, check_file
 from .params import command
-
-OPTS = (Opt("file", "path1", None, "comparison YAML: a workload: mapping and a deployments: list (option names as "
-            "keys)", argument=True),
-        Opt("csv", "path1", None, "write the rows to FILE.csv"),
-        Opt("plot", "path1", None, "write a bar chart of the figures to FILE.png"),
-        Opt("json", "bool", False, "print JSON instead of a table"))
 
 _HEAD = {"ttft_ms": "TTFT ms", "tpot_ms": "TPOT ms", "tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user",
          "joules_per_token": "J/token", "usd_per_mtok": "$/M tok"}
@@ -26,24 +21,21 @@ def _fmt(v) -> str:
 
 @command("compare", "Deployments side by side under one workload (FILE.yaml: workload + deployments, keys are the "
                     "CLI option names): TTFT, TPOT, tok/s per GPU and per user, J/token, $/M tokens, fit, bound, "
-                    "and each figure's ratio to the first deployment.", OPTS)
+                    "and each figure's ratio to the first deployment.", COMPARE)
 def compare(o: dict) -> None:
     from ..faces import compare as cmp
     if o["file"] is None:
         raise ValueError("file is missing; allowed: a comparison YAML file (inferbound compare FILE.yaml)")
-    writable_file(o["csv"], "--csv", ".csv")
-    writable_file(o["plot"], "--plot", ".png")
+    csv, plot = check_file(o["csv"], "--csv", ".csv"), check_file(o["plot"], "--plot", ".png")  # before the work
     workload, deployments = cmp.load(o["file"])
     rows = cmp.compare(workload, deployments)
-    written = []
-    if o["csv"] is not None:
-        o["csv"].write_text(cmp.to_csv(rows))
-        written.append(o["csv"])
-    if o["plot"] is not None:
-        written.append(cmp.plot(rows, o["plot"]))
+    files = Writes()  # a write that fails now: the table first, then the error line
+    files.write("--csv", csv, lambda p: p.write_text(cmp.to_csv(rows)))
+    files.write("--plot", plot, lambda p: cmp.plot(rows, p))
+    written = files.written
     if o["json"]:
-        return print_json({"workload": workload, "rows": [r.to_dict() for r in rows],
-                           "files": [str(p) for p in written]})
+        print_json({"workload": workload, "rows": [r.to_dict() for r in rows], "files": [str(p) for p in written]})
+        return files.finish()
     t = Table(title=Text(f"compare: {workload.get('scenario', 'static')} "
                          + ", ".join(f"{k}={v}" for k, v in workload.items() if k != "scenario")))
     t.add_column("deployment")
@@ -62,3 +54,4 @@ def compare(o: dict) -> None:
             warn(f"{r.label}: {w}")
     for p in written:
         console.print(f"wrote {p}", highlight=False)
+    files.finish()

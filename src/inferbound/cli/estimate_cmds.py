@@ -9,12 +9,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..faces.options import ESTIMATE as SCENARIO, LENGTHS, STATIC, Opt, any_given
+from ..faces.options import ESTIMATE as SCENARIO, ESTIMATE_OUTPUT, LENGTHS, STATIC, any_given
 from .common import console, gb, labelled, ms, print_json, warn
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
-
-JSON = (Opt("json", "bool", False, "print JSON instead of tables"),
-        Opt("strict", "bool", False, "exit with code 3 when the deployment does not fit (after printing)"))
 
 
 def lead_with_fit(fits: bool, reason: str) -> None:
@@ -32,7 +29,7 @@ def strict_exit(o: dict, fits: bool) -> None:
 
 @command("estimate", "Static batch (default) or max-throughput operating point: TTFT, TPOT, latency, throughput, "
                      "energy, cost, memory and what binds each phase. Engine: --engine (default vLLM, engines.yaml).",
-         DEPLOYMENT_AND_ENGINE, STATIC, SCENARIO, LENGTHS, JSON)
+         DEPLOYMENT_AND_ENGINE, STATIC, SCENARIO, LENGTHS, ESTIMATE_OUTPUT)
 def estimate(o: dict) -> None:
     from ..faces import report
     from ..workloads.static import estimate as run_estimate
@@ -90,22 +87,32 @@ def _tag(gpu) -> str:
     return "" if gpu is None else price_tag(gpu)
 
 
+def _band(bands: dict, figure: str) -> str:
+    """' (±24%)': the result's error band of one figure (deploy/bands.py), '' without one."""
+    b = (bands or {}).get(figure)
+    return f" (±{b:.0%})" if b is not None else ""
+
+
 def show_serving(r, gpu=None) -> None:
+    def band(figure: str) -> str:
+        return _band(r.error_bands, figure)
     load = (f"{r.concurrency:,} clients" + (f", think {r.think_time_s:g} s" if r.think_time_s else "")
             if r.mode == "concurrency" else f"{r.request_rate:g} req/s (Poisson)")
     console.print(f"engine: {r.engine_settings}", highlight=False)
     t = Table(title=Text(f"Serving: {r.model} on {r.num_gpus}x {r.gpu}, {load}, {r.lengths}"))
     for c in ("metric", "mean", "p50", "p90", "p99"):
         t.add_column(c, justify="left" if c == "metric" else "right")
-    for name, stats in (("TTFT", r.ttft_s), ("end-to-end", r.e2e_s)):
-        t.add_row(name, *(ms(stats[k]) for k in ("mean", "p50", "p90", "p99")))
-    t.add_row("ITL = TPOT (after the first token)", ms(r.itl_s), "", "", "")
+    for name, stats, figure in (("TTFT", r.ttft_s, "ttft"), ("end-to-end", r.e2e_s, "e2e")):
+        t.add_row(name + band(figure), *(ms(stats[k]) for k in ("mean", "p50", "p90", "p99")))
+    t.add_row("ITL = TPOT (after the first token)" + band("tpot"), ms(r.itl_s), "", "", "")
     console.print(t)
     f = Table(title="Throughput, load, energy, cost")
     f.add_column("metric")
     f.add_column("value", justify="right")
-    for k, v in (("requests/s", f"{r.requests_per_s:,.2f}"), ("output tok/s (total)", f"{r.output_tok_s:,.0f}"),
-                 ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}"), ("tok/s per user", f"{r.tok_s_per_user:,.1f}"),
+    for k, v in (("requests/s", f"{r.requests_per_s:,.2f}" + band("throughput")),
+                 ("output tok/s (total)", f"{r.output_tok_s:,.0f}" + band("throughput")),
+                 ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}" + band("throughput")),
+                 ("tok/s per user", f"{r.tok_s_per_user:,.1f}"),
                  ("requests in service / queued (per replica)", f"{r.in_service:,.1f} / {r.queued:,.1f}"),
                  ("decode batch while busy", f"{r.decode_batch:,.1f}"), ("engine busy", f"{r.busy_share:.0%}"),
                  ("Little's law: req/s x (E2E + think) / in system", f"{r.littles_law:.4f}"),
@@ -122,13 +129,14 @@ def show_serving(r, gpu=None) -> None:
 
 
 def show_max_throughput(r, gpu=None) -> None:
-    band = f" (±{r.error_band:.0%})" if r.error_band is not None else ""
+    band = _band(r.error_bands, "throughput")  # = r.error_band
     console.print(f"engine: {r.engine_settings}", highlight=False)
     t = Table(title=Text(f"Max throughput: {r.model} on {r.num_gpus}x {r.gpu}, {r.lengths}"))
     t.add_column("metric")
     t.add_column("value", justify="right")
     for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,}"),
-                 ("limited by", r.limited_by), ("step time", ms(r.step_time_s)),
+                 ("limited by", r.limited_by),
+                 ("step time", ms(r.step_time_s) + _band(r.error_bands, "tpot")),
                  ("output tok/s (total)", f"{r.output_tok_s:,.0f}" + band),
                  ("output tok/s per GPU", f"{r.output_tok_s_per_gpu:,.0f}" + band),
                  (f"output tok/s over a run of {r.num_requests:,} requests (fill, drain)", f"{r.run_output_tok_s:,.0f}"),
@@ -197,7 +205,7 @@ def show_estimate(e) -> None:
 
 
 @command("roofline", "Per-operator roofline of the prefill step and a mid-generation decode step, collectives "
-                     "beside the operators.", DEPLOYMENT_AND_ENGINE, STATIC, JSON)
+                     "beside the operators.", DEPLOYMENT_AND_ENGINE, STATIC, ESTIMATE_OUTPUT)
 def roofline(o: dict) -> None:
     from ..faces import report
     dep = deployment_from(o)
@@ -228,7 +236,7 @@ def roofline(o: dict) -> None:
 
 
 @command("memory", "Memory per GPU (weights, KV, activations, reserve), fit under the engine's KV allocation, "
-                   "max batch and max context.", DEPLOYMENT_AND_ENGINE, STATIC, JSON)
+                   "max batch and max context.", DEPLOYMENT_AND_ENGINE, STATIC, ESTIMATE_OUTPUT)
 def memory(o: dict) -> None:
     from ..faces import report
     dep = deployment_from(o)

@@ -1,21 +1,30 @@
 """typer parameters built from the declared options (options.py), and their parsing.
 
-``command(name, doc, *groups)`` registers a command whose options are the groups' declarations
-(typer reads them from a generated signature); the body receives the parsed values as a dict, every
-declared range and choice already checked (one-line errors). ``deployment_from(values)`` builds the
-deployment from the DEPLOYMENT and ENGINE values.
+Every command's options come from options.py, in one of two forms:
+
+- ``command(name, doc, *groups)`` registers a command whose options are the groups' declarations
+  (typer reads them from a generated signature); the body receives the parsed values as a dict, every
+  declared range and choice already checked (one-line errors);
+- ``@declared`` over a plain function whose parameters are annotated ``annotation(OPT)`` (no defaults
+  in the source: each comes from its declaration), the declared ranges and choices checked before the
+  body runs (one ``error:`` line, exit code 2).
+
+Either way each parameter's annotation carries its :class:`Opt` (tests read it back).
+``deployment_from(values)`` builds the deployment from the DEPLOYMENT and ENGINE values.
 """
 from __future__ import annotations
 
+import functools
 import inspect
+import typing
 from pathlib import Path
 from typing import Annotated, Callable
 
 import typer
 
-from ..faces.options import DEPLOYMENT, ENGINE, Opt, engine_options
+from ..faces.options import DEPLOYMENT, ENGINE, REQUIRED, Opt, engine_options
 from . import app
-from .common import parse_sets, run
+from .common import error_line, fail, parse_sets, run
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list_int": str, "kv": list[str], "path": list[Path],
           "path1": Path, "rate": str, "list_str": str, "price": list[str]}
@@ -25,14 +34,53 @@ _METAVARS = {"int": "INTEGER", "float": "FLOAT", "str": "TEXT", "list_int": "N,N
 
 
 def annotation(o: Opt):
-    """The typer annotation of one declared option."""
+    """The typer annotation of one declared option; its metadata carries the declaration ``o``."""
     t = _TYPES[o.kind]
     help_text = o.help + (f" [{', '.join(o.choices)}]" if o.choices else "")
-    if o.argument:
-        return Annotated[t, typer.Argument(help=help_text, show_default=True, metavar=o.name.upper())]
     nullable = o.default is None
-    meta = None if o.kind == "bool" else (_METAVARS[o.kind] if o.choices is None else "|".join(o.choices))
-    return Annotated[t | None if nullable else t, typer.Option(*o.cli_flags, help=help_text, metavar=meta)]
+    if o.argument:
+        return Annotated[t | None if nullable else t,
+                         typer.Argument(help=help_text, show_default=o.default is not REQUIRED,
+                                        metavar=o.name.upper()), o]
+    meta = None if o.kind == "bool" else o.extra.get("metavar") or (
+        _METAVARS[o.kind] if o.choices is None else "|".join(o.choices))
+    return Annotated[t | None if nullable else t, typer.Option(*o.cli_flags, help=help_text, metavar=meta), o]
+
+
+def declaration_of(annotated) -> Opt | None:
+    """The :class:`Opt` an ``annotation(o)`` carries (None for any other annotation)."""
+    return next((m for m in getattr(annotated, "__metadata__", ()) if isinstance(m, Opt)), None)
+
+
+def declared(fn: Callable) -> Callable:
+    """A command written as a plain function over ``annotation(OPT)`` parameters: each parameter's default
+    is its declaration's (the source states none), and the declared ranges and choices are checked before
+    the body runs, a bad value one ``error:`` line (exit code 2). The body gets the values as typed
+    (``--set`` pairs, paths): parsing them stays the body's."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    params, opts = [], {}
+    for p in inspect.signature(fn).parameters.values():
+        o = declaration_of(hints.get(p.name))
+        if o is None:
+            raise TypeError(f"{fn.__name__}({p.name}): every parameter of a command is annotation(OPT) of a "
+                            f"declared option (faces/options.py)")
+        if p.default is not inspect.Parameter.empty:
+            raise TypeError(f"{fn.__name__}({p.name}): the default is the declaration's (faces/options.py); "
+                            f"state it there")
+        opts[p.name] = o
+        params.append(p.replace(annotation=hints[p.name], default=o.default))
+
+    @functools.wraps(fn)
+    def cmd(**values):
+        try:
+            for name, o in opts.items():
+                if o.kind in ("int", "float", "str") and values.get(name) is not None:
+                    o.check(values[name])
+        except ValueError as e:
+            fail(error_line(e))
+        return fn(**values)
+    cmd.__signature__ = inspect.Signature(params)
+    return cmd
 
 
 def parse(o: Opt, value):
@@ -55,7 +103,7 @@ def parse(o: Opt, value):
         items = [x.strip() for x in str(value).split(",") if x.strip()]
         if not items:
             raise ValueError(f"{o.cli_flags[0].lstrip('-')}={value!r} is empty; allowed: a comma-separated list")
-        return items
+        return o.check(items)
     if o.kind == "rate":
         try:
             rate = float(value)

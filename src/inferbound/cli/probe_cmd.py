@@ -2,21 +2,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..faces.options import PROBE, by_name
 from ..probe import TORCH_MISSING, torch_available
 from . import app
-from .common import Json, Set, console, err_console, parse_sets, print_json, run, warn
+from .common import console, err_console, parse_sets, print_json, run, warn
+from .output import check_folder
+from .params import annotation, declared
 
-ProbeModel = Annotated[str, typer.Option("--model", help="dense Llama-style model: catalog alias, HF id or config path")]
-Quick = Annotated[bool, typer.Option("--quick", help="short run (CI): smaller shapes, fewer setups and steps")]
-Out = Annotated[Path, typer.Option("--out", help="folder for local_gpu.yaml and the measured CSVs")]
-Dtype = Annotated[str | None, typer.Option("--dtype", help="fp32 or bf16 (default: fp32 on CPU, bf16 on CUDA)")]
-Threads = Annotated[int | None, typer.Option("--threads", help="CPU threads (default: all available cores)")]
+P = by_name(PROBE)  # the declared options of probe (faces/options.py)
 
 
 def _pct(x: float | None) -> str:
@@ -24,8 +22,10 @@ def _pct(x: float | None) -> str:
 
 
 @app.command("probe")
-def probe(model: ProbeModel = "smollm2-135m", set: Set = None, quick: Quick = False,
-          out: Out = Path("probe-out"), dtype: Dtype = None, threads: Threads = None, json: Json = False) -> None:
+@declared
+def probe(model: annotation(P["model"]), set: annotation(P["model_overrides"]), quick: annotation(P["quick"]),
+          out: annotation(P["out"]), dtype: annotation(P["dtype"]), threads: annotation(P["threads"]),
+          json: annotation(P["json"])) -> None:
     """Measure this machine (matmul FLOP/s, bandwidth, a real prefill/decode of a model with random
     weights) and score the predictions made from the measured hardware entry (gpu id `local`)."""
     if not torch_available():
@@ -38,13 +38,16 @@ def probe(model: ProbeModel = "smollm2-135m", set: Set = None, quick: Quick = Fa
         # model also come before its first benchmark)
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads} must be an integer >= 1 (CPU threads)")
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"out={str(out)!r} is a file; allowed: a folder (created if missing)")
-        for parent in out.expanduser().parents:
-            if parent.exists() and not parent.is_dir():
-                raise ValueError(f"out={str(out)!r}: {str(parent)!r} is a file, not a folder")
-        result = run_probe(model=model, quick=quick, out_dir=out, overrides=parse_sets(set, "--set"),
-                           dtype=dtype, threads=threads)
+        folder = check_folder(out, "--out")  # a folder files can be written into, or created, before measuring
+        try:
+            result = run_probe(model=model, quick=quick, out_dir=folder, overrides=parse_sets(set, "--set"),
+                               dtype=dtype, threads=threads)
+        except OSError as e:  # the files are written after the measurements, and scored from what was written
+            if e.filename is None or not Path(e.filename).expanduser().is_relative_to(folder):
+                raise
+            raise ValueError(f"--out={str(out)!r}: could not write {str(e.filename)!r}: {e.strerror or e} (after "
+                             f"the measurements: the predictions are scored from these files, so there is no "
+                             f"result to show)") from None
         if json:
             return print_json(result.to_dict())
         show(result)

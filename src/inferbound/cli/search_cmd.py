@@ -7,23 +7,11 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from ..faces.options import BACKENDS, ENGINE, ENGINE_NAMES as ENGINES, LENGTHS, SEARCH, Opt, engine_options
-from .common import console, labelled, print_json, warn, writable_file
+from ..faces.options import ENGINE, LENGTHS, SEARCH, SEARCH_OUTPUT, engine_options
+from ..faces.options import MAX_SEARCH_GPUS
+from .common import console, err_console, labelled, print_json, warn
+from .output import Writes, check_file
 from .params import command
-
-OUTPUT = (Opt("pareto", "str", None, "another frontier X,Y: tokens_per_joule,ttft_ms"),
-          Opt("plot", "path1", None, "write the frontier(s) to FILE.png"),
-          Opt("html", "path1", None, "write the frontier(s) to an offline FILE.html"),
-          Opt("csv", "path1", None, "write the ranked table to FILE.csv"),
-          Opt("emit", "str", None, "print a launch command for this engine (the search then models it)",
-              choices=ENGINES),
-          Opt("emit_rank", "int", 1, "row whose launch command --emit prints", ge=1),
-          Opt("backend", "str", "local", "where layouts are evaluated", choices=BACKENDS),
-          Opt("ray_address", "str", None, "Ray cluster (default: a local one)"),
-          Opt("workers", "int", None, "processes of the local backend (default: this machine's CPUs)", ge=1),
-          Opt("gpu_set", "kv", None, "override a field of every searched GPU, KEY=VALUE (SI units)"),
-          Opt("gpu_file", "path", None, "extra hardware YAML file(s)"),
-          Opt("json", "bool", False, "print JSON instead of tables"))
 
 
 def _lengths(o: dict):
@@ -44,12 +32,13 @@ def _pair(text: str | None) -> tuple[str, str] | None:
 @command("search", "Search GPU types, GPU counts, TP/PP/EP layouts, dtypes, concurrency and prefill/decode "
                    "disaggregation for the best deployment under SLOs and budgets, under one serving engine "
                    "(--engine, default the engines.yaml default): ranked table, why the winner wins, Pareto frontiers.",
-         SEARCH, LENGTHS, ENGINE, OUTPUT)
+         SEARCH, LENGTHS, ENGINE, SEARCH_OUTPUT)
 def search(o: dict) -> None:
     from ..search import emit_command, search as run_search
     pair = _pair(o["pareto"])
-    for field, path, suffix in (("--plot", o["plot"], ".png"), ("--html", o["html"], ".html"), ("--csv", o["csv"], ".csv")):
-        writable_file(path, field, suffix)  # suffix and folder checked before the sweep
+    plot, html, csv = (check_file(o[k], f"--{k}", suffix) for k, suffix in  # checked before the sweep, not after it
+                       (("plot", ".png"), ("html", ".html"), ("csv", ".csv")))
+    check_max_gpus(o["max_gpus"], o["no_cap"])
     engine, emit = o["engine"], o["emit"]
     if engine is not None:
         from ..deploy.runtime import profile_of
@@ -64,7 +53,7 @@ def search(o: dict) -> None:
                   output_len=o["output_len"], disaggregated="both" if o["both_modes"] else o["disaggregated"],
                   backend=o["backend"], ray_address=o["ray_address"], workers=o["workers"], calibration=o["calibration"],
                   dtypes=o["dtypes"], all_layouts=o["all_layouts"], top=o["top"], engine=engine or emit,
-                  engine_options=engine_options(o), gpu_overrides=o["gpu_set"], gpu_files=o["gpu_file"],
+                  engine_options=engine_options(o), gpu_overrides=o["gpu_overrides"], gpu_files=o["gpu_file"],
                   prices=o["prices"],
                   lengths=_lengths(o), gpu_scale=o["gpu_scale"])
     from ..deploy.contextlen import context_note
@@ -72,13 +61,15 @@ def search(o: dict) -> None:
     model = load_model(o["model"])  # input_len + output_len checked against its context before the sweep
     long_context = None if kwargs["lengths"] is not None else \
         context_note(model, o["input_len"], o["output_len"], o["allow_long_context"])  # a mix: its lengths vary
+    kwargs["on_size"] = size_check(o["max_gpus"], o["no_cap"])  # refused over the memory budget, before the sweep
     res = run_search(model, **kwargs) if o["json"] else _with_progress(model, kwargs)
     pairs = [res.default_frontier] + ([pair] if pair and pair != tuple(res.default_frontier) else [])
     emit_rank = o["emit_rank"]
     if not 1 <= emit_rank <= len(res.table):
         raise ValueError(f"--emit-rank={emit_rank} must be between 1 and {len(res.table)} (rows of the table)")
     launch = emit_command(emit, res.model, res.table[emit_rank - 1]) if emit else None
-    written = _write_files(res, pairs, o["plot"], o["html"], o["csv"])
+    files = _write_files(res, pairs, plot, html, csv)  # a write that fails: the result first, then the error
+    written = files.written
     if o["json"]:
         out = res.to_dict(pairs)
         out["files"] = [str(p) for p in written]
@@ -86,7 +77,8 @@ def search(o: dict) -> None:
             out["launch_command"] = {"engine": emit, "rank": emit_rank, "text": launch}
         if long_context:
             out["warnings"] = [*out.get("warnings", []), long_context]
-        return print_json(out)
+        print_json(out)
+        return files.finish()
     show(res, pairs)
     if long_context:
         warn(long_context)
@@ -94,6 +86,30 @@ def search(o: dict) -> None:
         console.print(f"wrote {p}", highlight=False)
     if launch is not None:
         console.print(launch, highlight=False, markup=False, soft_wrap=True)
+    files.finish()
+
+
+def check_max_gpus(max_gpus: int | None, no_cap: bool) -> None:
+    """The JSON API's cap on the largest layout (options.MAX_SEARCH_GPUS), on the CLI unless --no-cap."""
+    if max_gpus is not None and max_gpus > MAX_SEARCH_GPUS and not no_cap:
+        raise ValueError(f"max_gpus={max_gpus} exceeds the cap of {MAX_SEARCH_GPUS} GPUs per layout (one NVL72 rack, "
+                         f"the JSON API's cap); allowed: 1..{MAX_SEARCH_GPUS}, or --no-cap to lift it")
+
+
+def size_check(max_gpus: int | None, no_cap: bool):
+    """search's ``on_size``: a search estimated over the memory budget (data/search.yaml limits) refused in
+    one line unless --no-cap; the estimate of a large one printed to stderr before it starts."""
+    def check(size) -> None:
+        if size.over_budget and not no_cap:
+            from ..search.space import search_limits
+            raise ValueError(f"max_gpus={max_gpus}: this search is estimated at {size.describe()}, over the "
+                             f"budget of {float(search_limits()['memory_budget_gb']):g} GB (data/search.yaml "
+                             f"limits.memory_budget_gb); allowed: fewer --gpus, a smaller --max-gpus, one serving "
+                             f"mode or no --all-layouts, or --no-cap to run it anyway")
+        if size.worth_announcing:
+            err_console.print(labelled("search size (estimate):", "bold", size.describe()), highlight=False,
+                              soft_wrap=True)
+    return check
 
 
 def _with_progress(model: str, kwargs: dict):
@@ -107,17 +123,13 @@ def _with_progress(model: str, kwargs: dict):
                           **kwargs)
 
 
-def _write_files(res, pairs, plot: Path | None, html: Path | None, csv: Path | None) -> list[Path]:
+def _write_files(res, pairs, plot: Path | None, html: Path | None, csv: Path | None) -> Writes:
     from ..search.plot import plot_html, plot_png
-    written = []
-    if plot is not None:
-        written.append(plot_png(res, plot, pairs))
-    if html is not None:
-        written.append(plot_html(res, html, pairs))
-    if csv is not None:
-        csv.write_text(res.to_csv())
-        written.append(csv)
-    return written
+    files = Writes()
+    files.write("--plot", plot, lambda p: plot_png(res, p, pairs))
+    files.write("--html", html, lambda p: plot_html(res, p, pairs))
+    files.write("--csv", csv, lambda p: p.write_text(res.to_csv()))
+    return files
 
 
 COLUMNS = (("tok/s/GPU", "tok_s_per_gpu"), ("tok/s/user", "tok_s_per_user"), ("TTFT ms", "ttft_ms"),

@@ -9,15 +9,14 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from typing import Annotated
 
-import typer
-
+from ..faces.options import LOG_LEVELS, SERVE, by_name
 from . import app
 from .common import err_console, fail, warn
+from .params import annotation, declared
 
+S = by_name(SERVE)  # the declared options of serve (faces/options.py)
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn.config.LOG_LEVELS
 HOST_NAME = re.compile(r"(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}"
                        r"[A-Za-z0-9])?)*\.?")  # RFC 1123 labels
 ALLOWED_HOSTS = "an IP address of this machine (127.0.0.1, ::1), 0.0.0.0 / :: (every interface) or a host name"
@@ -69,13 +68,9 @@ def check_bind(name: str, host: str, port: int) -> None:
 
 
 @app.command("serve")
-def serve(host: Annotated[str, typer.Option("--host", help="address to bind (default loopback only; "
-                                                          "0.0.0.0 exposes it to the network)")] = "127.0.0.1",
-          port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port")] = 8000,
-          work_seconds: Annotated[float, typer.Option("--work-seconds", min=0.1,
-                                                      help="wall-clock cap of one simulation or search")] = 20.0,
-          log_level: Annotated[str, typer.Option("--log-level", help=f"uvicorn log level: {', '.join(LOG_LEVELS)}")]
-          = "info") -> None:
+@declared
+def serve(host: annotation(S["host"]), port: annotation(S["port"]), work_seconds: annotation(S["work_seconds"]),
+          log_level: annotation(S["log_level"])) -> None:
     """Start the web page and JSON API (estimate, roofline, memory, search, simulate, validate, catalogs;
     OpenAPI schema at /openapi.json). Every asset is local; the machine may be offline."""
     if log_level.lower() not in LOG_LEVELS:

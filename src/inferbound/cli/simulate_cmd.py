@@ -4,16 +4,12 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..faces.options import SERVING, SIM_REQUESTS_CLI_CAP, Opt
-from .common import console, print_json, warn, writable_file
+from ..faces.options import SERVING, SIMULATE_OUTPUT
+from .common import console, print_json, warn
+from .output import Writes, check_file
 from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
 
 PROGRESS_ABOVE = 2000  # requests; shorter runs finish in about a second, a bar would only flicker
-EXTRA = (Opt("plot", "path1", None, "write queue/KV/TTFT plots to FILE.png"),
-         Opt("max_requests", "int", SIM_REQUESTS_CLI_CAP, "largest --requests this run may simulate; memory and "
-             "time grow linearly with the requests (options.py: about 2.6 GB and 2.5 min per 100,000 at --rate 1)",
-             ge=1),
-         Opt("json", "bool", False, "print JSON instead of tables"))
 
 
 def check_requests(requests: int, cap: int) -> None:
@@ -25,11 +21,11 @@ def check_requests(requests: int, cap: int) -> None:
 
 @command("simulate", "Serving simulation: arrivals at a rate, a trace, or closed-loop clients (--concurrency); "
                      "continuous batching, chunked prefill, preemption under the engine's rules (--engine); latency "
-                     "percentiles, throughput, goodput, energy and cost.", DEPLOYMENT_AND_ENGINE, SERVING, EXTRA)
+                     "percentiles, throughput, goodput, energy and cost.", DEPLOYMENT_AND_ENGINE, SERVING, SIMULATE_OUTPUT)
 def simulate(o: dict) -> None:
     from ..sim import simulate as run_simulation
     check_requests(o["requests"], o["max_requests"])
-    plot = writable_file(o["plot"], "--plot", ".png")  # checked before the run, not after it
+    plot = check_file(o["plot"], "--plot", ".png")  # checked before the run, not after it
     if o["trace"] is not None and not o["trace"].is_file():
         raise ValueError(f"trace={str(o['trace'])!r} is not a file; allowed: a CSV or JSONL trace file")
     dep = deployment_from(o)
@@ -40,15 +36,18 @@ def simulate(o: dict) -> None:
                          concurrency=o["concurrency"], think_time=o["think_time"], slo_ttft_ms=o["slo_ttft_ms"],
                          slo_tpot_ms=o["slo_tpot_ms"], slo_e2e_ms=o["slo_e2e_ms"], dataset=o.get("dataset"),
                          progress=not o["json"] and (o["trace"] is not None or o["requests"] > PROGRESS_ABOVE))
+    files = Writes()  # a plot that fails now: the figures first, then the error line
     if plot is not None:
         from ..sim.plot import plot_run
-        plot_run(res, plot)
+        plot = files.write("--plot", plot, lambda p: plot_run(res, p))
     if o["json"]:
         out = res.to_dict()
-        return print_json({**out, "warnings": list(dict.fromkeys([*out.get("warnings", []), *dep.warnings]))})
+        print_json({**out, "warnings": list(dict.fromkeys([*out.get("warnings", []), *dep.warnings]))})
+        return files.finish()
     show(res, plot)
     for w in dep.warnings:
         warn(w)
+    files.finish()
 
 
 def _price_tag(gpu) -> str:

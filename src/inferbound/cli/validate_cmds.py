@@ -2,28 +2,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
 from rich.table import Table
 from rich.text import Text
 
+from ..faces.options import CALIBRATE, VALIDATE, by_name
 from . import app
-from .common import GpuFile, Json, console, labelled, print_json, run, writable_file
+from .common import console, labelled, print_json, run
+from .output import Writes, check_file
+from .params import annotation, declared
 
-CsvFile = Annotated[Path, typer.Argument(help="CSV in the validation schema (see docs/accuracy.md)")]
-Calib = Annotated[str | None, typer.Option("--calibration", help="calibration YAML, 'default' or 'none' (catalog priors)")]
+V, C = by_name(VALIDATE), by_name(CALIBRATE)  # the declared options of each command (faces/options.py)
 
 
 @app.command()
-def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", help="write per-row CSV")] = None,
-             plot_file: Annotated[Path | None, typer.Option("--plot", help="predicted vs measured PNG")] = None,
-             calibration: Calib = None, gpu_file: GpuFile = None,
-             scenario: Annotated[str | None, typer.Option("--scenario", help="only rows of this scenario")] = None,
-             engine: Annotated[str | None, typer.Option("--engine", help="engine profile for rows whose engine/"
-                                                        "framework names none (default: the engines.yaml default)")] = None,
-             json: Json = False) -> None:
+@declared
+def validate(file: annotation(V["file"]), out: annotation(V["out"]), plot_file: annotation(V["plot"]),
+             calibration: annotation(V["calibration"]), gpu_file: annotation(V["gpu_file"]),
+             scenario: annotation(V["scenario"]), engine: annotation(V["engine"]), json: annotation(V["json"])) -> None:
     """Predict every row of a measured CSV and report the error per source, scenario and metric."""
     def body():
         from ..calibration import resolve
@@ -32,8 +29,8 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
         from ..validation.report import plot, row_records, summary, write_rows
         if scenario is not None and scenario not in SCENARIOS:
             raise ValueError(f"scenario={scenario!r} unknown; allowed: {', '.join(SCENARIOS)}")
-        writable_file(out, "out", ".csv")  # output paths checked before the predictions, not after
-        writable_file(plot_file, "plot", ".png")
+        out_csv = check_file(out, "--out", ".csv")  # output paths checked before the predictions, not after
+        plot_png = check_file(plot_file, "--plot", ".png")
         if engine is not None:
             from ..deploy.runtime import profile_of
             profile_of(engine)  # an unknown engine: one line now
@@ -58,13 +55,14 @@ def validate(file: CsvFile, out: Annotated[Path | None, typer.Option("--out", he
                 preds = predict_rows(rows, calibration=calib, gpu_files=gpu_file, engine=engine,
                                      progress=lambda d, n: prog.update(task, completed=d, total=n))
         s = summary(preds, bad, cal, gpu_files=gpu_file)
-        if out:
-            write_rows(out, row_records(preds, bad, cal, gpu_file))
-        if plot_file:
-            plot(preds, plot_file)
+        files = Writes()  # a write that fails now: the summary first, then the error line
+        files.write("--out", out_csv, lambda p: write_rows(p, row_records(preds, bad, cal, gpu_file)))
+        files.write("--plot", plot_png, lambda p: plot(preds, p))
         if json:
-            return print_json(s)
+            print_json(s)
+            return files.finish()
         show_summary(s)
+        files.finish()
     run(body)
 
 
@@ -105,12 +103,9 @@ def show_summary(s: dict) -> None:
 
 
 @app.command()
-def calibrate(file: CsvFile,
-              out: Annotated[Path, typer.Option("--out", help="calibration YAML to write")] = Path("calibration.yaml"),
-              scenarios: Annotated[str, typer.Option("--scenarios", help="scenarios to fit on")] = "static_batch,max_throughput",
-              cv: Annotated[str, typer.Option("--cv", help="leave-one-group-out keys: gpu,source,model or none")] = "gpu,source",
-              max_evals: Annotated[int, typer.Option("--max-evals", help="model evaluations per fit")] = 150,
-              json: Json = False) -> None:
+@declared
+def calibrate(file: annotation(C["file"]), out: annotation(C["out"]), scenarios: annotation(C["scenarios"]),
+              cv: annotation(C["cv"]), max_evals: annotation(C["max_evals"]), json: annotation(C["json"])) -> None:
     """Fit efficiency factors (least squares on log error), cross-validate by model and GPU, write a calibration."""
     def body():
         from ..calibration.bands import bands_from
@@ -121,9 +116,7 @@ def calibrate(file: CsvFile,
         # every argument is checked before the fit (minutes), not after it
         if max_evals < 1:
             raise ValueError(f"max_evals={max_evals} must be an integer >= 1 (model evaluations per fit)")
-        if out.suffix.lower() not in (".yaml", ".yml"):
-            raise ValueError(f"out={str(out)!r} must end in .yaml or .yml (a calibration YAML)")
-        writable_file(out, "out")
+        out_yaml = check_file(out, "--out", (".yaml", ".yml"))  # a calibration YAML
         wanted = {s.strip() for s in scenarios.split(",") if s.strip()}
         unknown = sorted(wanted - set(SCENARIOS))
         if unknown or not wanted:
@@ -160,10 +153,12 @@ def calibrate(file: CsvFile,
         cal.meta = {"fitted_on": {"file": Path(file).name, "rows": len(rows), "scenarios": sorted(wanted)},
                     "fit": report, "in_sample": summary(fitted)["throughput"] | {"latency": summary(fitted)["latency"]},
                     "cross_validation": cv_report}
-        cal.save(out)
+        files = Writes()  # a write that fails now: the fit first, then the error line
+        saved = files.write("--out", out_yaml, lambda p: cal.save(p))
         if json:
-            return print_json({"calibration": str(out), **cal.meta, "bands": cal.bands})
-        t = Table(title=Text(f"Fitted factors (written to {out})"))
+            print_json({"calibration": None if saved is None else str(out), **cal.meta, "bands": cal.bands})
+            return files.finish()
+        t = Table(title=Text(f"Fitted factors ({'not written' if saved is None else f'written to {out}'})"))
         for c in ("parameter", "prior", "fitted"):
             t.add_column(c, justify="left" if c == "parameter" else "right")
         for name, v in report["parameters"].items():
@@ -178,6 +173,7 @@ def calibrate(file: CsvFile,
                     ct.add_row(Text(str(g[k])), str(g["n"]), f"{g['mape']:.1%}", f"{g['median_ape']:.1%}",
                                f"{g['within_25']:.0%}", f"{g['bias']:+.1%}")
             console.print(ct)
+        files.finish()
     run(body)
 
 

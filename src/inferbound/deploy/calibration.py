@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from ..base.caches import cache
 from ..base.datafiles import load_yaml
 from ..hardware import GPU, apply_overrides
 
@@ -117,3 +118,20 @@ def resolve(calibration=None) -> Calibration | None:
     if str(choice).lower() == "default":
         return packaged()
     return load_file(choice)
+
+
+_KEYS = cache("calibration content key", 64)
+
+
+def content_key(cal: Calibration | None) -> str | None:
+    """What a calibration holds, as one hashable string (its fitted factors, bands and serving figures),
+    kept per Calibration object (held, so its id is not reused); None for none."""
+    if cal is None:
+        return None
+    hit = _KEYS.get(id(cal))
+    if hit is None or hit[0] is not cal:
+        text = repr((cal.global_factors, cal.gpus, cal.bands, cal.serving, cal.kernel_factors, cal.engines))
+        hit = _KEYS[id(cal)] = (cal, text)
+        if len(_KEYS) > _KEYS.maxsize:
+            del _KEYS[next(iter(_KEYS))]
+    return hit[1]

@@ -4,11 +4,17 @@
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..base.dtypes import BITS, DTYPES
+from ..base.dtypes import BITS, DTYPES, WEIGHT_ONLY
 
 
 #: the weight components a quantized format applies to when nothing narrower is said: every linear layer
 LINEAR_COMPONENTS = ("attention", "ssm", "dense_mlp", "routed_experts", "shared_experts")
+
+#: all-reduce algorithms a layout may name (``Parallelism.collective_algo``; pricing/comm.py prices each; ``auto``:
+#: the fastest the fabric supports). The one list: the CLI and API choices (faces/options.py) are this tuple.
+COLLECTIVE_ALGOS: tuple[str, ...] = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
+#: the algorithms that need the TP group inside one NVLink island (NCCL/TensorRT-LLM one-shot, two-shot, NVLS)
+NVLINK_ALGOS: tuple[str, ...] = ("oneshot", "twoshot", "nvls")
 
 
 class Dtypes(BaseModel):
@@ -41,8 +47,9 @@ class Dtypes(BaseModel):
     @field_validator("act")
     @classmethod
     def _act_compute(cls, v: str):
-        if v == "int4":
-            raise ValueError("act_dtype='int4' is not a compute format; allowed: fp32, bf16, fp16, fp8, int8, fp4")
+        if v in WEIGHT_ONLY:
+            raise ValueError(f"act_dtype={v!r} is not a compute format; allowed: "
+                             f"{', '.join(d for d in DTYPES if d not in WEIGHT_ONLY)}")
         return v
 
     @property
@@ -86,15 +93,14 @@ class Parallelism(BaseModel):
     sequence_parallel: bool = Field(default=False, description="reduce-scatter + all-gather instead of all-reduce")
     pp_split: tuple[int, ...] | None = Field(default=None, description="layers per pipeline stage (uneven allowed)")
     microbatches: int | None = Field(default=None, ge=1, description="pipeline micro-batches (default min(batch, pp))")
-    collective_algo: str = Field(default="auto", description="auto ring tree oneshot twoshot nvls")
+    collective_algo: str = Field(default="auto", description="all-reduce algorithm: " + ", ".join(COLLECTIVE_ALGOS))
     comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of collective time hidden behind compute")
 
     @field_validator("collective_algo")
     @classmethod
     def _algo(cls, v: str) -> str:
-        allowed = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
-        if v not in allowed:
-            raise ValueError(f"collective_algo={v!r} unknown; allowed: {', '.join(allowed)}")
+        if v not in COLLECTIVE_ALGOS:
+            raise ValueError(f"collective_algo={v!r} unknown; allowed: {', '.join(COLLECTIVE_ALGOS)}")
         return v
 
     @model_validator(mode="after")

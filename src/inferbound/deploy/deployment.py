@@ -6,19 +6,22 @@ preemption, and whether the model's sliding windows are honoured.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..base.caches import cache
 from .config import Dtypes, Parallelism
-from .calibration import resolve as resolve_calibration
+from .calibration import content_key, resolve as resolve_calibration
 from .checkpoint import resolve_dtypes
-from ..hardware import GPU, apply_overrides, get_gpu, resolve_compute_dtype
+from ..hardware import GPU, apply_overrides, get_gpu, load_catalog, resolve_compute_dtype
 from ..hardware.prices import apply_prices, check_prices, price_note
 from ..hardware.whatif import note as whatif_note, parse_scales, scale_gpu
 from ..model import ModelSpec, load_model
+from .layout import check_layout
+from .memory_terms import weight_bytes_per_gpu
+from .runtime import Runtime, kv_capacity_bytes, profile_of, resolve
 
 
 def validated(cls, **fields):
@@ -34,61 +37,67 @@ def validated(cls, **fields):
 
 @dataclass(frozen=True)
 class Deployment:
+    """A plain frozen value: what is deployed (model, GPU, layout, dtypes, engine and its overrides) and the
+    few figures derived from it once at construction (``__post_init__``; ``dataclasses.replace`` derives
+    them anew): the weights per GPU, the engine's :class:`Runtime` and the KV bytes it allocates.
+    It carries no services and no caches (those live in base/caches.py, keyed by the deployment's content);
+    equal deployments are equal and hash alike."""
+
     model: ModelSpec
     gpu: GPU
     par: Parallelism
     dtypes: Dtypes
     compute_dtype: str
-    calibration: object = None  # the Calibration applied (None: catalog priors); gives error bands
+    calibration: object = field(default=None, compare=False)  # the Calibration applied (None: catalog priors)
     engine: str | None = None  # engine profile (name@version); None: the default engine
     engine_options: tuple = ()  # (option, value) overrides of the engine's defaults (runtime.resolve)
     notes: tuple = ()  # guesses and choices the user should know (model warnings, formats from the checkpoint)
+    # derived once from the fields above
+    calibration_key: object = field(init=False, repr=False)  # the calibration's content (equality and hash)
+    weight_bytes_per_gpu: float = field(init=False, repr=False, compare=False)  # memory.weight_bytes_per_gpu
+    runtime: Runtime = field(init=False, repr=False, compare=False)  # the engine's settings (runtime.resolve)
+    kv_capacity_bytes: float = field(init=False, repr=False, compare=False)  # runtime.kv_capacity_bytes
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        put = object.__setattr__
+        put(self, "calibration_key", content_key(self.calibration))
+        put(self, "_hash", hash((self.model, gpu_key(self.gpu), self.par, self.dtypes, self.compute_dtype,
+                                 self.calibration_key, self.engine, self.engine_options, self.notes)))
+        put(self, "weight_bytes_per_gpu", float(weight_bytes_per_gpu(self.model, self.dtypes, self.par)))
+        rt = resolve(self, self.engine, **dict(self.engine_options))  # one-line errors at the edge
+        put(self, "runtime", rt)
+        put(self, "kv_capacity_bytes", kv_capacity_bytes(self, rt))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def warnings(self) -> list[str]:
         """Everything an output should print as a warning: the deployment's notes and the engine's."""
         return list(self.notes) + list(self.runtime.notes)
 
-    @cached_property
-    def runtime(self):
-        """The serving engine's settings for this deployment (runtime.Runtime), resolved once."""
-        from .runtime import resolve
-        return resolve(self, self.engine, **dict(self.engine_options))
-
-    def offline_runtime(self):
-        """The engine's settings when it runs an offline benchmark (its offline token budget, and for
-        TensorRT-LLM the limits trtllm-bench derives), overrides kept."""
-        if "_offline_runtime" not in self.__dict__:
-            from .runtime import resolve
-            self.__dict__["_offline_runtime"] = resolve(self, self.engine, offline=True, **dict(self.engine_options))
-        return self.__dict__["_offline_runtime"]
-
     @property
     def num_gpus(self) -> int:
         return self.par.num_gpus
-
-    @cached_property
-    def comm_pricer(self):
-        """Prices this deployment's collectives on its topology (collectives.comm_pricer), built once."""
-        from ..pricing.collectives import comm_pricer
-        return comm_pricer(self.gpu, self.par, self.engine, self.calibration)
-
-    @cached_property
-    def weight_bytes_per_gpu(self) -> float:
-        """The target's weight bytes on the most loaded GPU (memory.weight_bytes_per_gpu), computed once."""
-        from .memory import weight_bytes_per_gpu
-        return float(weight_bytes_per_gpu(self.model, self.dtypes, self.par))
-
-    @cached_property
-    def kv_capacity_bytes(self) -> float:
-        """KV-cache bytes per GPU the deployment's engine allocates (runtime.kv_capacity_bytes), once."""
-        from .runtime import kv_capacity_bytes
-        return kv_capacity_bytes(self, self.runtime)
 
     def label(self) -> str:
         p = self.par
         parts = [f"TP{p.tp}"] + [f"{k.upper()}{v}" for k, v in (("pp", p.pp), ("ep", p.ep), ("dp", p.dp)) if v > 1]
         return f"{self.num_gpus}x {self.gpu.id} {' '.join(parts)}"
+
+
+_GPU_KEYS = cache("gpu content key", 256)
+
+
+def gpu_key(gpu: GPU) -> str:
+    """The GPU's content (its JSON), kept per GPU object (the object is held, so its id is not reused)."""
+    hit = _GPU_KEYS.get(id(gpu))
+    if hit is None or hit[0] is not gpu:
+        hit = _GPU_KEYS[id(gpu)] = (gpu, gpu.model_dump_json())
+        if len(_GPU_KEYS) > _GPU_KEYS.maxsize:
+            del _GPU_KEYS[next(iter(_GPU_KEYS))]
+    return hit[1]
 
 
 def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | GPU = "h100_sxm",
@@ -116,7 +125,6 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     named in every output and noted as extrapolated. ``prices``: the user's USD per GPU-hour by catalog
     GPU id (--price GPU=USD; hardware/prices.py), replacing the cited figure and noted.
     """
-    from .runtime import profile_of  # engine profiles: cited data
     m = model if isinstance(model, ModelSpec) else load_model(model, model_overrides, assume_family=assume_family)
     profile = profile_of(engine)
     if sliding_window is None:
@@ -133,7 +141,6 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
         if gpu_overrides:
             g = apply_overrides(g, gpu_overrides)
     if prices:  # the user's $/GPU-hour: ids checked against the catalog; replaces the cited figure
-        from ..hardware import load_catalog
         g = apply_prices([g], check_prices(prices, load_catalog(gpu_files)))[0]
     scales = parse_scales(gpu_scale)
     g = scale_gpu(g, scales)
@@ -146,7 +153,6 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
                     **parallel_options)
     if num_gpus is not None and num_gpus != par.num_gpus:
         raise ValueError(f"num_gpus={num_gpus} does not match tp*pp*dp={tp}*{pp}*{dp}={par.num_gpus}")
-    from .layout import check_layout  # parallelism rules live with the parallelism model
     check_layout(m, g, par)
     dtype_args, dtype_notes = resolve_dtypes(m, g, weight_dtype, act_dtype, kv_dtype, emulate)
     dt = validated(Dtypes, **dtype_args)
@@ -154,5 +160,4 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     dep = Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal, profile.key, options,
                      tuple(m.warnings) + tuple(dtype_notes) + ((whatif_note(g),) if g.derived_from else ()) +
                      tuple(n for n in (price_note(g),) if n))
-    dep.runtime  # noqa: B018  (validate the engine options now: one-line errors at the edge)
     return dep

@@ -308,3 +308,17 @@ def engine_for_framework(text: str) -> tuple[str, str]:
         return r.engine, get_engine(r.engine, v).version
     allowed = ", ".join(r.pattern for r in load_engines().frameworks)
     raise ValueError(f"framework={text!r} matches no engine rule; allowed patterns: {allowed}")
+
+
+def profile_of(engine: str | None = None, version: str | None = None) -> EngineProfile:
+    """The engine profile named (``vllm``, ``vllm@0.6.3``, ``sglang``, ``trtllm``; None: the default)."""
+    if engine is None:
+        engine, version = default_engine()
+    if "@" in engine:
+        engine, version = engine.split("@", 1)
+    return get_engine(engine, version)
+
+
+def profile_for_framework(text: str) -> EngineProfile:
+    """The profile a validation row's ``framework`` text names (engines.yaml ``frameworks``)."""
+    return get_engine(*engine_for_framework(text))

@@ -1,9 +1,13 @@
 """Rules a parallel layout must satisfy for a model on a GPU type."""
 from __future__ import annotations
 
-from .config import Parallelism
+from functools import lru_cache
+
+from .config import COLLECTIVE_ALGOS, NVLINK_ALGOS, Parallelism
 from ..hardware import GPU
 from ..model import ModelSpec
+from ..model.groups import regroup
+from ..model.spec import LayerGroup
 from .topology import check_nodes, island_size
 
 
@@ -29,12 +33,34 @@ def check_layout(m: ModelSpec, gpu: GPU, par: Parallelism) -> None:
         raise ValueError(f"pp_split={list(par.pp_split)} sums to {sum(par.pp_split)}, but {m.name} has "
                          f"{m.num_layers} layers")
     check_nodes(gpu, par)
-    if par.collective_algo in ("oneshot", "twoshot", "nvls") and not gpu.nvlink:
+    anywhere = ", ".join(a for a in COLLECTIVE_ALGOS if a not in NVLINK_ALGOS)
+    if par.collective_algo in NVLINK_ALGOS and not gpu.nvlink:
         raise ValueError(f"collective_algo={par.collective_algo!r} assumes an NVLink/NVSwitch fabric, but "
-                         f"{gpu.id} is PCIe-only; allowed: auto, ring, tree")
+                         f"{gpu.id} is PCIe-only; allowed: {anywhere}")
     if par.collective_algo == "nvls" and not gpu.nvls:
         raise ValueError(f"collective_algo='nvls' needs NVLink SHARP (NVSwitch gen3+), which {gpu.id} lacks; "
-                         f"allowed: auto, ring, tree, oneshot, twoshot")
-    if par.collective_algo in ("oneshot", "twoshot", "nvls") and par.tp > island_size(gpu, par):
+                         f"allowed: {', '.join(a for a in COLLECTIVE_ALGOS if a != 'nvls')}")
+    if par.collective_algo in NVLINK_ALGOS and par.tp > island_size(gpu, par):
         raise ValueError(f"collective_algo={par.collective_algo!r} needs the TP group (tp={par.tp}) inside one "
-                         f"NVLink island of {island_size(gpu, par)} GPUs; allowed: auto, ring, tree")
+                         f"NVLink island of {island_size(gpu, par)} GPUs; allowed: {anywhere}")
+
+
+@lru_cache(maxsize=256)
+def stage_layers(m: ModelSpec, par) -> list[list[LayerGroup]]:
+    """Ordered layer groups of each pipeline stage: ``pp_split`` or an even split (earlier stages take
+    the remainder); layers of one kind inside a stage are merged (order inside a stage does not price)."""
+    n = m.num_layers
+    if par.pp_split is not None:
+        if sum(par.pp_split) != n:
+            raise ValueError(f"pp_split={list(par.pp_split)} sums to {sum(par.pp_split)}, "
+                             f"but {m.name} has {n} layers")
+        sizes = list(par.pp_split)
+    else:
+        base, extra = divmod(n, par.pp)
+        sizes = [base + (i < extra) for i in range(par.pp)]
+    flat = [g.model_copy(update={"count": 1}) for g in m.layers for _ in range(g.count)]
+    stages, start = [], 0
+    for size in sizes:
+        stages.append(regroup(flat[start:start + size]))
+        start += size
+    return stages

@@ -24,82 +24,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .config import Dtypes, Parallelism
-from ..base.dtypes import bytes_per_element, component_weight_bytes
-from ..model.kv import kv_bytes_for_context, state_bytes_per_sequence
-from ..model.params import count_params, layer_params, norm_params
-from ..model.spec import ModelSpec
-
-
-def kv_shard(m: ModelSpec, par: Parallelism) -> int:
-    """Ways the KV cache is split over the TP group."""
-    if m.mla is not None:
-        return 1
-    return min(par.tp, m.num_kv_heads)
-
-
-def _stages(m: ModelSpec, par: Parallelism):
-    from ..step.contract import stage_layers  # late import: step imports the operator and pricing modules
-    return stage_layers(m, par) if par.pp > 1 else [list(m.layers)]
-
-
-def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
-    """Weight bytes on the most loaded GPU (the heaviest pipeline stage).
-
-    Per layer (model.params.layer_params): attention, state-space projections, dense MLP and shared
-    experts split over tp; routed experts over the GPUs sharing a MoE layer (tp, or tp·dp with
-    attention data parallel: E/ep experts per GPU, each split expert_tp ways); router over tp; norms
-    replicated. Each component at its stored format (dtypes.component_weight_bytes: the weight format
-    where the deployment, or the checkpoint, quantizes it; else 16-bit). The first stage adds the
-    embedding (and OPT-style embedding projections), the last the LM head and final norm (vocab-parallel
-    over tp).
-    """
-    hb = bytes_per_element(dt.high_precision)
-    p = count_params(m)
-
-    def layer_bytes(g) -> float:
-        lp = layer_params(m, g)
-        b = (lp.attention * component_weight_bytes(dt, "attention") + lp.ssm * component_weight_bytes(dt, "ssm")
-             + lp.dense_mlp * component_weight_bytes(dt, "dense_mlp")
-             + lp.shared_experts * component_weight_bytes(dt, "shared_experts") + lp.router * hb) / par.tp
-        b += lp.routed_experts * component_weight_bytes(dt, "routed_experts") / par.moe_group
-        return g.count * (b + lp.norms * hb)
-
-    stages = _stages(m, par)
-    loads = []
-    for i, groups in enumerate(stages):
-        load = sum(layer_bytes(g) for g in groups)
-        if i == 0:
-            load += (p.embedding + p.embed_projection) * hb / par.tp
-        if i == len(stages) - 1:
-            load += p.lm_head * hb / par.tp + norm_params(m) * hb * m.final_norm
-        loads.append(load)
-    return float(max(loads))
-
-
-def kv_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, context):
-    """KV bytes on the most loaded GPU: the attention group's share of the batch, the heaviest stage's
-    layers, split over the KV heads (kv_shard); plus the fixed recurrent state of state-space layers
-    (model.kv.state_bytes_per_sequence, sharded over TP by head, as vLLM does), which does not grow with
-    the context."""
-    seqs = np.asarray(batch, dtype=float) / par.attention_groups
-    per_stage = []
-    for groups in _stages(m, par):
-        stage = m if par.pp == 1 else m.model_copy(update={"layers": tuple(groups)})  # one stage: the model
-        kv = kv_bytes_for_context(stage, context, dt.kv_dtype) / kv_shard(m, par)
-        per_stage.append(kv + state_bytes_per_sequence(stage, dt.high_precision) / par.tp)
-    heaviest = per_stage[0] if len(per_stage) == 1 else np.max(np.stack(np.broadcast_arrays(*per_stage)), axis=0)
-    return seqs * heaviest
-
-
-def activation_bytes(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sequences):
-    """Peak live activations of a step of ``tokens`` tokens sampling ``sequences`` logits rows."""
-    ab = max(bytes_per_element(dt.act), 1.0)
-    ff = m.intermediate_size
-    if m.moe is not None:
-        ff = max(ff, m.moe.top_k * m.moe.expert_intermediate_size)
-    width = 4 * m.hidden_size + (2 * ff + (m.num_heads + 2 * m.num_kv_heads) * m.head_dim) / par.tp
-    return np.asarray(tokens, dtype=float) * width * ab + np.asarray(sequences, dtype=float) * m.vocab_size / par.tp * 4
+from .memory_terms import activation_bytes, kv_bytes_per_gpu, kv_shard, weight_bytes_per_gpu  # noqa: F401  (re-exported)
+from .offload import tier_of
+from .runtime import draft_weight_bytes, runtime_reserve_bytes
+from .speculative import drafter_of, extra_kv_tokens
 
 
 @dataclass
@@ -168,12 +96,10 @@ def memory_report(dep, batch, context, step_tokens=None) -> MemoryReport:
     """Memory of ``batch`` sequences at ``context`` tokens; the activations of a prefill step of
     ``step_tokens`` (default batch·context), which a continuous-batching engine caps at its token
     budget (it chunks the rest); the engine's KV allocation and what it leaves unused."""
-    from .runtime import runtime_reserve_bytes
     m, dt, par, rt = dep.model, dep.dtypes, dep.par, dep.runtime
     step_tokens = np.asarray(batch) * np.asarray(context) if step_tokens is None else step_tokens
     if rt.continuous:
         step_tokens = np.minimum(step_tokens, rt.token_budget * par.attention_groups)
-    from .runtime import draft_weight_bytes
     w = dep.weight_bytes_per_gpu + draft_weight_bytes(dep, rt)
     act = activation_bytes(m, dt, par, step_tokens, batch)
     cap = kv_capacity(dep)
@@ -188,7 +114,6 @@ def sequence_kv_bytes(dep, batch, context, rt=None):
     """KV bytes on the most loaded GPU of ``batch`` sequences holding ``context`` tokens under the runtime
     (default the deployment's): the target's at context + k (the k drafted slots of speculative decoding,
     speculative.extra_kv_tokens) plus the draft's own KV at ``context``."""
-    from .speculative import drafter_of, extra_kv_tokens
     rt = rt or dep.runtime
     k = extra_kv_tokens(rt)
     kv = kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, batch, np.asarray(context, dtype=float) + k)
@@ -200,7 +125,6 @@ def sequence_kv_bytes(dep, batch, context, rt=None):
 
 def host_kv_capacity(dep, rt=None) -> float:
     """The host KV tier per GPU (offload.py), 0 without kv_offload=host."""
-    from .offload import tier_of
     tier = tier_of(dep, rt)
     return 0.0 if tier is None else tier.capacity_bytes
 

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base.datafiles import data_yaml
+from .kv_capacity import kv_capacity_bytes
+from .topology import link_defaults
 
 MODES = ("none", "host")
 
@@ -95,7 +97,6 @@ def host_link(gpu) -> tuple[str, float, float, float | None]:
     if c2c:
         return "NVLink-C2C", float(c2c) * 1e9 / 2 / shared, float(_value(d["c2c_efficiency"])), mem_b
     if gpu.pcie_bw > 0:
-        from .topology import link_defaults
         return "PCIe", float(gpu.pcie_bw), float(link_defaults()["pcie"]["efficiency"]), mem_b
     raise ValueError(f"kv_offload='host': gpu={gpu.id!r} has no host tier (no PCIe or NVLink-C2C link to CPU "
                      f"memory in data/hardware.yaml or data/host_tier.yaml); allowed: kv_offload=none")
@@ -133,17 +134,8 @@ def added_seconds(tier: HostTier, host_bytes, step_s):
     return np.maximum(read_seconds(tier, host_bytes) - tier.overlap * np.asarray(step_s, dtype=float), 0.0)
 
 
-def with_host_reads(cost, tier: HostTier | None, host_bytes):
-    """The priced step ``cost`` with its host-memory KV reads (module docstring); ``cost`` if no tier."""
-    if tier is None:
-        return cost
-    from ..step.contract import with_time
-    return with_time(cost, added_seconds(tier, host_bytes, cost.time), "communication", "host_kv")
-
-
 def tier_of(dep, rt=None) -> HostTier | None:
     """The host tier of ``dep`` under its runtime (or ``rt``), its device pool from the engine's KV rule."""
-    from .runtime import kv_capacity_bytes
     rt = rt or dep.runtime
     if getattr(rt, "kv_offload", "none") != "host":
         return None

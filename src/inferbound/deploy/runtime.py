@@ -26,17 +26,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .engine_rules import cuda_graph_cap, kv_cache_bytes, sglang_max_running, tier_value
-from .engines import EngineProfile, default_engine, engine_for_framework, get_engine
-from ..base.datafiles import data_yaml
+from . import offload, speculative
+from ..base.caches import cache
+from .engine_rules import cuda_graph_cap, sglang_max_running, tier_value
+from .engines import EngineProfile, profile_for_framework, profile_of  # noqa: F401  (re-exported)
+from .kv_capacity import draft_weight_bytes, kv_capacity_bytes, kv_token_bytes, runtime_reserve_bytes  # noqa: F401
 
 RESERVATIONS = ("max", "current")
 PREEMPTIONS = ("recompute", "swap", "none")
-
-
-def runtime_reserve_bytes() -> float:
-    """Non-torch memory per GPU (CUDA context, library workspaces, NCCL buffers): data/runtime.yaml."""
-    return float(data_yaml("runtime.yaml")["memory"]["runtime_reserve_bytes"])
 
 
 @dataclass(frozen=True)
@@ -88,20 +85,6 @@ class Runtime:
             extra += f", KV offload {self.kv_offload}"
         return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
                 f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}{extra}")
-
-
-def profile_of(engine: str | None = None, version: str | None = None) -> EngineProfile:
-    """The engine profile named (``vllm``, ``vllm@0.6.3``, ``sglang``, ``trtllm``; None: the default)."""
-    if engine is None:
-        engine, version = default_engine()
-    if "@" in engine:
-        engine, version = engine.split("@", 1)
-    return get_engine(engine, version)
-
-
-def profile_for_framework(text: str) -> EngineProfile:
-    """The profile a validation row's ``framework`` text names (engines.yaml ``frameworks``)."""
-    return get_engine(*engine_for_framework(text))
 
 
 def _reservation(p: EngineProfile) -> str:
@@ -156,7 +139,7 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     feats, notes = _features(dep, rt, given)
     rt = replace(rt, **{**base, **feats}, overridden=tuple(sorted(given)), notes=rt.notes + notes)
     if rt.max_num_seqs is None and p.max_seqs_auto is not None:
-        kv_tokens = kv_capacity_bytes(dep, rt, p) / max(float(_kv_token_bytes(dep)), 1e-30)
+        kv_tokens = kv_capacity_bytes(dep, rt, p) / max(kv_token_bytes(dep), 1e-30)
         context = dep.model.max_position_embeddings or 4096
         rt = replace(rt, max_num_seqs=max(1, sglang_max_running(p, int(kv_tokens), int(context))))
     if rt.max_num_seqs is None:
@@ -192,7 +175,6 @@ def _number(name: str, v, low, high=None, high_open: bool = False, integer: bool
 def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
     """The feature overrides validated (one-line errors naming the field) and the notes they imply:
     speculative decoding (speculative.py), prefix caching (prefix.py), KV offload (offload.py)."""
-    from . import offload, speculative
     out, notes = {}, []
     spec = given.get("speculative")
     k, a = given.get("spec_tokens"), given.get("acceptance")
@@ -253,31 +235,10 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
     return out, tuple(notes)
 
 
-def _kv_token_bytes(dep) -> float:
-    from .memory import kv_bytes_per_gpu
-    return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, 1))
+_OFFLINE = cache("offline runtime", 512)
 
 
-def kv_capacity_bytes(dep, rt: Runtime, profile: EngineProfile | None = None, activations=None) -> float:
-    """KV-cache bytes per GPU the engine allocates (module docstring); 0 when nothing is left."""
-    from .memory import activation_bytes
-    p = profile or profile_of(rt.engine)
-    w = dep.weight_bytes_per_gpu + draft_weight_bytes(dep, rt)
-    a = activation_bytes(dep.model, dep.dtypes, dep.par, rt.token_budget, min(rt.max_num_seqs or rt.token_budget,
-                                                                              rt.token_budget)) \
-        if activations is None else activations
-    n = runtime_reserve_bytes()
-    if rt.kv_rule == "static_max_len":
-        kv = dep.gpu.hbm_bytes - w - a - n
-    else:
-        kv = kv_cache_bytes(p, dep.gpu.hbm_bytes, w, a, n, fraction=rt.memory_fraction, tp=dep.par.tp,
-                            pp=dep.par.pp)
-    return float(np.maximum(kv, 0.0))
-
-
-def draft_weight_bytes(dep, rt: Runtime) -> float:
-    """Weights per GPU of the runtime's speculative draft (speculative.Drafter), 0 without one: the engine
-    loads them beside the target's, so the KV cache gets that much less."""
-    from .speculative import drafter_of
-    dr = drafter_of(dep, rt)
-    return 0.0 if dr is None else dr.weight_bytes_per_gpu()
+def offline_runtime(dep) -> Runtime:
+    """The engine's settings when it runs an offline benchmark (its offline token budget, and for
+    TensorRT-LLM the limits trtllm-bench derives), the deployment's overrides kept; kept per deployment."""
+    return _OFFLINE.get_or(dep, lambda: resolve(dep, dep.engine, offline=True, **dict(dep.engine_options)))

@@ -1,4 +1,5 @@
-"""Speculative decoding: a draft proposes k tokens per sequence, the target verifies them in one step.
+"""Speculative decoding, its settings and memory terms: a draft proposes k tokens per sequence, the target
+verifies them in one step (the step costs: step/speculative.py).
 
 Tokens per target step. Each drafted token is accepted with probability a, independently, until the
 first rejection; the target's own sample at the first rejected position (or after the k-th draft) is
@@ -47,7 +48,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..base.caches import cache
 from ..base.datafiles import data_yaml
+from ..base.dtypes import component_weight_bytes
+from ..model import load_model
+from ..model.spec import LayerGroup
+from .layout import check_layout
+from .memory_terms import kv_bytes_per_gpu, weight_bytes_per_gpu
 
 METHODS = ("draft", "eagle", "mtp", "ngram")
 ALLOWED = "draft:MODEL, eagle, mtp, ngram"
@@ -106,28 +113,18 @@ def extra_kv_tokens(rt) -> int:
     return 0 if s is None else s.k
 
 
-def verify_load(m, decode, context, k: int):
-    """The target's verify pass: ``decode`` sequences at ``context`` cached tokens each add k + 1 tokens
-    (a chunk), D·(k + 1) logits rows (arrays allowed)."""
-    from ..step.contract import uniform
-    decode = np.asarray(decode, dtype=float)
-    return uniform(m, prompts=decode, new=float(k + 1), past=context, sampled=decode * (k + 1))
-
-
 class Drafter:
-    """The draft of one deployment: its ModelSpec and Deployment (None for ngram), weights, KV, cost."""
+    """The draft of one deployment: its ModelSpec and Deployment (None for ngram), its weights and KV
+    (its step costs: step/speculative.py)."""
 
     def __init__(self, dep, spec: Spec):
         self.dep, self.spec = dep, spec
         self.model = self.deployment = None
-        self._sm = {}
         if spec.method == "ngram":
             return
         m = dep.model
         par = dep.par.model_copy(update={"pp": 1, "pp_split": None, "microbatches": None})
         if spec.method == "draft":
-            from .layout import check_layout
-            from ..model import load_model
             dm = load_model(spec.draft_model)
             if dm.vocab_size != m.vocab_size:
                 dep_notes = f"draft {dm.name} has vocab {dm.vocab_size}, the target {m.vocab_size}"
@@ -155,8 +152,6 @@ class Drafter:
         (one layer + eh_proj 2d·d each); the embedding and LM head of a head are the target's."""
         if self.model is None:
             return 0.0
-        from ..base.dtypes import component_weight_bytes
-        from .memory import weight_bytes_per_gpu
         d = self.deployment
         if self.spec.method == "draft":
             return float(weight_bytes_per_gpu(d.model, d.dtypes, d.par))
@@ -170,67 +165,15 @@ class Drafter:
         """The draft's own KV on the most loaded GPU for ``batch`` sequences of ``context`` tokens."""
         if self.model is None:
             return np.zeros_like(np.asarray(context, dtype=float) * np.asarray(batch, dtype=float))
-        from .memory import kv_bytes_per_gpu
         d = self.deployment
         modules = self.dep.model.mtp_layers if self.spec.method == "mtp" else 1
         return modules * kv_bytes_per_gpu(d.model, d.dtypes, d.par, batch, context)
-
-    # -- time --------------------------------------------------------------------------------------
-    def step_model(self, max_tokens: int):
-        """The draft's tabulated step contract (stepmodel.StepModel), built once per size."""
-        from ..step.table import StepModel
-        key = int(max_tokens)
-        if key not in self._sm:
-            self._sm[key] = StepModel(self.deployment, key, grid_points=None if key <= 4096 else 192)
-        return self._sm[key]
-
-    def fixed_s(self, sequences):
-        """The engine's per-step fixed cost inside a draft pass (step overhead + host work of the head's
-        ``host`` op: h·(step_s + seq_s·S/groups), kernel_pricing.host_cost), paid once per engine step."""
-        from ..pricing.kernel_pricing import host_cost
-        d = self.deployment
-        step_s, seq_s = host_cost(d.engine or "", d.calibration) if d.engine else (0.0, 0.0)
-        h = d.gpu.efficiency.host_factor
-        logits = np.asarray(sequences, dtype=float) / d.par.attention_groups
-        return d.gpu.efficiency.step_overhead_s + h * (step_s + seq_s * logits)
-
-    def cost(self, price, decode_load, decodes, prompt_load=None):
-        """StepCost of one engine step's drafting: k passes over ``decode_load`` (the D decoding sequences,
-        one token each, built on ``self.model``), the first with ``prompt_load`` beside it; ``price`` prices
-        a load on the draft (a StepModel's ``price`` or step.price on ``self.deployment``). None for ngram."""
-        if self.model is None:
-            return None
-        from ..step.contract import scale_cost, with_time
-        k = self.spec.k
-        first = decode_load if prompt_load is None else decode_load + prompt_load
-        c1 = price(first)
-        seqs1 = first.sequences
-        total = with_time(c1, -self.fixed_s(seqs1), "overhead")
-        if k > 1:
-            rest = price(decode_load)
-            total = add_costs(total, scale_cost(with_time(rest, -self.fixed_s(decodes), "overhead"), k - 1))
-        return total
-
-
-    def prefill_cost(self, price, prompt_load):
-        """StepCost of the draft's own pass over a step's prompt tokens (``prompt_load`` on ``self.model``),
-        the engine's per-step fixed cost left out; None for ngram."""
-        if self.model is None:
-            return None
-        from ..step.contract import with_time
-        return with_time(price(prompt_load), -self.fixed_s(prompt_load.sequences), "overhead")
-
-
-def add_costs(a, b):
-    from ..step.contract import add_work
-    return add_work(a, b)
 
 
 def head_model(m, method: str):
     """The ModelSpec an EAGLE head or an MTP module is priced as: one decoder layer of the target (MTP:
     of its MoE kind where it has one; EAGLE: a dense layer where the target has a dense MLP), its
     embedding and LM head, no further MTP layers."""
-    from ..model.spec import LayerGroup
     moe = m.moe is not None and (method == "mtp" or not m.intermediate_size)
     layer = LayerGroup(count=1, attention="full", moe=moe)
     return m.model_copy(update={"name": f"{m.name} {method} head", "layers": (layer,), "mtp_layers": 0})
@@ -243,65 +186,12 @@ def drafter_of(dep, rt=None) -> Drafter | None:
 
 
 def drafter_for(dep, s: Spec | None) -> Drafter | None:
-    """The Drafter of ``dep`` for speculative setting ``s`` (cached on the deployment); None for None."""
+    """The Drafter of ``dep`` for speculative setting ``s`` (kept per (deployment, setting)); None for None."""
     if s is None:
         return None
-    cache = dep.__dict__.setdefault("_drafters", {})
-    if s not in cache:
-        cache[s] = Drafter(dep, s)
-    return cache[s]
+    return _DRAFTERS.get_or((dep, s), lambda: Drafter(dep, s))
 
 
-def step_cost(dep, decode, context, prompts_load=None):
-    """(StepCost of verify + draft, τ) of a step of ``decode`` sequences at ``context`` through the direct
-    step contract (step.price), arrays allowed; the plain decode step and 1 without speculation."""
-    from ..step import contract as step
-    dr = drafter_of(dep)
-    if dr is None:
-        return step.decode(dep, decode, context), 1.0
-    s = dr.spec
-    load = verify_load(dep.model, decode, context, s.k)
-    if prompts_load is not None:
-        load = load + prompts_load
-    cost = step.price(dep, load, "stream")
-    cost = with_verify_host(dep, cost, decode, s.k)
-    if dr.model is not None:
-        dl = step.uniform(dr.model, decode=decode, context=context)
-        cost = add_costs(cost, dr.cost(lambda ld: step.price(dr.deployment, ld, "stream"), dl, decode))
-    return cost, s.tau
+_DRAFTERS = cache("drafters", 256)
 
 
-def with_verify_host(dep, cost, decode, k: int):
-    """The verify step's cost with the engine's per-sequence host work counted once per sequence, not
-    per logits row (the head's host op sees D·(k + 1) rows: k·D·seq_s·h/groups too many)."""
-    from ..pricing.kernel_pricing import host_cost
-    from ..step.contract import with_time
-    if not dep.engine:
-        return cost
-    _, seq_s = host_cost(dep.engine, dep.calibration)
-    if not seq_s:
-        return cost
-    extra = dep.gpu.efficiency.host_factor * seq_s * k * np.asarray(decode, dtype=float) / dep.par.attention_groups
-    return with_time(cost, -extra, "overhead")
-
-
-def crossover_batch(dep, context, limit: int = 4096) -> int | None:
-    """Smallest batch at ``context`` where speculation no longer raises tok/s: t_step(B)/τ ≥ t_decode(B)
-    (the same batch, so per-user and per-GPU ratios agree); None if it still helps at ``limit``."""
-    from ..step import contract as step
-    if drafter_of(dep) is None:
-        return None
-
-    def worse(b):
-        cost, tau = step_cost(dep, b, context)
-        return np.asarray(cost.time) / tau >= np.asarray(step.decode(dep, b, context).time)
-    grid = np.unique(np.round(np.geomspace(1, limit, 40)))
-    hit = np.nonzero(worse(grid))[0]
-    if hit.size == 0:
-        return None
-    hi = int(grid[hit[0]])
-    lo = int(grid[hit[0] - 1]) if hit[0] > 0 else 0
-    if hi - lo <= 1:
-        return hi
-    fine = np.arange(lo + 1, hi + 1, dtype=float)
-    return int(fine[np.nonzero(worse(fine))[0][0]])

@@ -21,6 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .options import DEPLOYMENT, ENGINE, ESTIMATE, LENGTHS, STATIC, Opt, engine_options
+from ..deploy.deployment import make_deployment
+from ..workloads.lengths import from_options
+from ..workloads.serving import serving
+from ..workloads.static import estimate
+from ..workloads import max_throughput
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_gpu", "tok_s_per_user", "joules_per_token", "usd_per_mtok")
 _DEPLOYMENT_OPTS = {o.name: o for o in DEPLOYMENT + ENGINE if o.api or o.name == "gpu_file"}
@@ -100,7 +105,6 @@ def parse(doc, where: str = "compare") -> tuple[dict, list[dict]]:
 
 
 def _deployment(v: dict):
-    from ..deploy.deployment import make_deployment
     kw = {k: val for k, val in v.items() if k in _DEPLOYMENT_OPTS and k not in [o.name for o in ENGINE]}
     if "gpu_file" in kw:
         kw["gpu_files"] = [Path(x) for x in (kw.pop("gpu_file") or [])]
@@ -108,12 +112,10 @@ def _deployment(v: dict):
 
 
 def _figures(dep, w: dict) -> tuple[dict, bool, str, list]:
-    from ..workloads.lengths import from_options
     scenario = w.get("scenario", "static")
     i, o = w.get("input_len", 1024), w.get("output_len", 256)
     lengths = from_options({**w, "input_len": i, "output_len": o})
     if scenario == "static":
-        from ..workloads.static import estimate
         if lengths is not None:
             raise ValueError("workload input_dist/output_dist/dataset apply to max-throughput and serving, not static")
         e = estimate(dep, batch=w.get("batch", 8), input_len=i, output_len=o)
@@ -122,12 +124,10 @@ def _figures(dep, w: dict) -> tuple[dict, bool, str, list]:
                  "tok_s_per_user": e.tok_s_per_user, "joules_per_token": en["joules_per_output_token"],
                  "usd_per_mtok": en.get("usd_per_million_output_tokens")}, e.fits, e.decode.bound, list(e.warnings))
     if scenario == "max-throughput":
-        from ..workloads import max_throughput
         r = max_throughput(dep, input_len=i, output_len=o, num_requests=w.get("requests", 10_000), lengths=lengths)
         return ({"ttft_ms": None, "tpot_ms": r.step_time_s * 1e3, "tok_s_per_gpu": r.output_tok_s_per_gpu,
                  "tok_s_per_user": r.tok_s_per_user, "joules_per_token": r.joules_per_output_token,
                  "usd_per_mtok": r.usd_per_million_output_tokens}, True, r.bound, list(dep.warnings))
-    from ..workloads.serving import serving
     s = serving(dep, rate=w.get("rate"), concurrency=w.get("concurrency"), think_time=w.get("think_time", 0.0),
                 input_len=i, output_len=o, lengths=lengths)
     return ({"ttft_ms": s.ttft_s["mean"] * 1e3, "tpot_ms": s.tpot_s * 1e3, "tok_s_per_gpu": s.output_tok_s_per_gpu,

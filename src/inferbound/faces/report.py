@@ -18,6 +18,7 @@ from ..workloads.static import decode_contexts
 from ..deploy.memory import max_batch, max_context, memory_report
 from ..model import alias_of, catalog_files, count_params, kv_bytes_per_token, load_model
 from ..pricing.roofline import roof, ridge_point
+from ..pricing.collectives import comm_pricer_of
 
 
 def model_rows() -> list[dict]:
@@ -68,7 +69,7 @@ def roofline(dep, batch: int, input_len: int, output_len: int) -> dict:
     ctx = float(ctxs[len(ctxs) // 2])
     phases = {"prefill": step.prefill(dep, batch, max(input_len, 1)), "decode": step.decode(dep, batch, ctx)}
     r = roof(dep.gpu, dep.compute_dtype, "gemm")
-    curves = dep.comm_pricer.kernels.curves is not None
+    curves = comm_pricer_of(dep).kernels.curves is not None
     # ops priced by measured kernel curves reach their own fraction of the datasheet peak (up to ~0.9 on
     # large GEMMs), above the scalar model's effective roof: their chart's roof is the datasheet's
     peak, bw = (dep.gpu.peak_flops[dep.compute_dtype], dep.gpu.hbm_bw) if curves else (r.peak, r.bandwidth)

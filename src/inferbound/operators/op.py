@@ -25,6 +25,7 @@ import numpy as np
 
 from ..deploy.config import Dtypes, Parallelism
 from ..base.dtypes import bytes_per_element
+from ..model.groups import group_key, regroup  # noqa: F401  (re-exported: operators' layer kinds)
 from ..model.spec import LayerGroup, ModelSpec
 
 
@@ -48,19 +49,6 @@ class Op:
     @property
     def bytes(self):
         return self.weight_bytes + self.act_bytes + self.kv_bytes
-
-
-def group_key(g: LayerGroup) -> tuple:
-    """What makes two layers price alike: attention kind and window, MoE, sequence mixer, MLP."""
-    return g.attention, g.window, g.moe, g.mixer, g.mlp
-
-
-def regroup(layers) -> list[LayerGroup]:
-    """Layers (groups) of one kind merged, in first-seen order (order inside a step does not price)."""
-    counts: dict[tuple, int] = {}
-    for g in layers:
-        counts[group_key(g)] = counts.get(group_key(g), 0) + g.count
-    return [LayerGroup(count=c, attention=a, window=w, moe=e, mixer=x, mlp=p) for (a, w, e, x, p), c in counts.items()]
 
 
 def _merged_groups(m: ModelSpec) -> list[LayerGroup]:

@@ -26,7 +26,11 @@ from .comm import collective_time
 from ..deploy.config import Parallelism
 from ..hardware import GPU
 from .kernels import comm as _kc
+from ..deploy.deployment import gpu_key
+from ..deploy.engines import profile_of
 from ..deploy.topology import place
+from ..base.caches import cache
+from .kernel_pricing import KernelPricer, pricing_data
 
 #: inferbound collective kind -> kernels.yaml kind
 _KINDS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
@@ -34,7 +38,6 @@ _KINDS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatte
 
 
 def _custom_policy(engine_key: str) -> dict:
-    from .kernel_pricing import pricing_data
     table = pricing_data().get("custom_all_reduce", {})
     return table.get(engine_key.split("@", 1)[0], {"policy": "none"})
 
@@ -44,8 +47,6 @@ class CommPricer:
     pricing engine (roofline.price_ops) uses for the other kernels. Placements are built once."""
 
     def __init__(self, gpu: GPU, par: Parallelism, engine: str | None = None, calibration=None):
-        from .kernel_pricing import KernelPricer
-        from ..deploy.runtime import profile_of
         key = profile_of(engine).key if engine is None or "@" not in engine else engine
         self.gpu, self.par = gpu, par
         self.kernels = KernelPricer(gpu, key, calibration)
@@ -111,3 +112,16 @@ def comm_pricer(gpu: GPU, par: Parallelism, engine: str | None = None, calibrati
     """A function op -> (seconds, "algorithm over links") for ``price_step``, carrying the deployment's
     kernel pricer (``.kernels``) for its engine (None: the default engine)."""
     return CommPricer(gpu, par, engine, calibration)
+
+
+_PRICERS = cache("collective pricers", 256)
+_BY_DEPLOYMENT = cache("collective pricer per deployment", 1024)
+
+
+def comm_pricer_of(dep) -> CommPricer:
+    """The collective pricer of the deployment's GPU, layout, engine and calibration: one per distinct
+    four (deployments that differ only in model or formats share it), found by deployment first."""
+    def shared():
+        key = (gpu_key(dep.gpu), dep.par, dep.engine, dep.calibration_key)
+        return _PRICERS.get_or(key, lambda: CommPricer(dep.gpu, dep.par, dep.engine, dep.calibration))
+    return _BY_DEPLOYMENT.get_or(dep, shared)

@@ -25,9 +25,10 @@ import math
 import numpy as np
 
 from ..hardware import GPU
+from ..deploy.config import COLLECTIVE_ALGOS
 from ..deploy.topology import Link, Placement
 
-ALGORITHMS = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
+ALGORITHMS = COLLECTIVE_ALGOS  # the one list (deploy/config.py)
 
 
 def _ar_flat(algo: str, S, n: int, link: Link):

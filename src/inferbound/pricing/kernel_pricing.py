@@ -39,10 +39,10 @@ import numpy as np
 
 from . import kernels as K
 from ..base.datafiles import data_yaml
+from ..base.numeric import fast_ndim
 from .kernels import gemm as _gemm
 from .kernels import loadattention as LA
 from .kernels.moe import expert_load
-from .roofline import fast_ndim
 
 CLASSES = ("gemm", "moe", "attention", "collective")
 

@@ -30,7 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..base.numeric import fast_ndim
+from ..deploy.runtime import profile_of
 from ..hardware import GPU
+from .kernel_pricing import host_cost
 from ..operators import Op
 
 SPLIT_KEYS = ("compute", "weights", "kv", "activations", "communication", "overhead")
@@ -149,8 +152,6 @@ class Work:
 
 def _default_host(ops, gpu: GPU) -> dict:
     """Host ops priced without a deployment pricer: the default engine's host work (kernel_pricing)."""
-    from .kernel_pricing import host_cost
-    from ..deploy.runtime import profile_of
     step_s, seq_s = host_cost(profile_of(None).key)
     h = gpu.efficiency.host_factor
     return {i: (0.0, 0.0, 0.0, 0.0, h * (step_s + seq_s * np.asarray(op.shape["host"], dtype=float)))
@@ -158,11 +159,6 @@ def _default_host(ops, gpu: GPU) -> dict:
 
 
 _SUM_KEYS = SPLIT_KEYS + ("flops", "bytes")
-
-
-def fast_ndim(x) -> int:
-    """np.ndim without its dispatch for the plain Python numbers most operator quantities are."""
-    return 0 if type(x) is float or type(x) is int else np.ndim(x)
 
 
 def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_pricer=None, kernels=None) -> Work:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
 from ..hardware.prices import price_note
 from ..model import ModelSpec, load_model
 from ..workloads.steady_state import prompts_per_decode
-from .backends import BACKENDS, evaluate_all
+from .backends import BACKENDS, evaluate_all, local_workers
 from .emit import ENGINES, emit_command
 from .evaluate import Workload, step_model
 from .explain import explain_row
@@ -24,10 +25,10 @@ from .metrics import OBJECTIVES, SENSE, Constraint, Points, constraints_from, vi
 from .pareto import pareto_mask
 from .rank import best_per_layout, closest_miss, limit_at
 from .result import Row, SearchResult, make_row, unit_label, winner_reason
-from .space import build_space, resolve_gpus, search_defaults
+from .space import SearchSize, build_space, estimate_size, resolve_gpus, search_defaults
 
-__all__ = ["search", "SearchResult", "Row", "pareto_mask", "emit_command", "OBJECTIVES", "ENGINES", "BACKENDS",
-           "SENSE"]
+__all__ = ["search", "SearchResult", "SearchSize", "Row", "pareto_mask", "emit_command", "OBJECTIVES", "ENGINES",
+           "BACKENDS", "SENSE"]
 
 
 def _check(name: str, v, low, integer: bool = True):
@@ -47,7 +48,8 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
            all_layouts: bool = False, top: int | None = None, token_budget: int | None = None,
            engine: str | None = None, engine_options: dict | None = None, gpu_overrides: dict | None = None,
            gpu_files: list | None = None, lengths=None, gpu_scale: dict | str | None = None,
-           prices: dict[str, float] | None = None, workers: int | None = None) -> SearchResult:
+           prices: dict[str, float] | None = None, workers: int | None = None,
+           on_size: Callable[[SearchSize], None] | None = None) -> SearchResult:
     """Best deployments of ``model`` for ``objective`` under the SLOs and budgets (see module docstring).
 
     ``gpus``: catalog ids (None: the whole catalog). ``max_gpus``: largest layout (default
@@ -67,6 +69,9 @@ def search(model: str | dict | ModelSpec, gpus: list[str] | None = None, max_gpu
     search/backends.py). ``progress(done, total)`` is called while layouts evaluate. ``engine_options`` may carry the engine features
 (speculative, spec_tokens, acceptance, prefix_hit_rate, shared_prefix_len, kv_offload, kv_offload_gb):
 with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spec_sweep``).
+    ``on_size(size)``: called once the space is built, before any layout is evaluated, with its estimated
+    size (space.SearchSize: layouts, configurations, peak memory); it may raise to refuse the search (the
+    CLI and the JSON API refuse one over data/search.yaml ``limits.memory_budget_gb``).
     Raises ValueError naming the closest miss when no configuration meets the constraints.
     """
     t0 = time.perf_counter()
@@ -105,6 +110,9 @@ with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spe
     if not space.deployments:
         raise ValueError(f"no layout of {m.name} fits within max_gpus={max_gpus}: {space.skipped_summary()}")
     spec_sweep(space, options)
+    if on_size is not None:
+        procs = local_workers(len(space.deployments), workers) if backend == "local" else 1
+        on_size(estimate_size(space.deployments, [replace(w, disaggregated=mode) for mode in modes], procs))
     deps, combos, works, per_layout = [], [], [], []
     for mode in modes:  # each layout once per serving mode; the modes are ranked together
         w_mode = replace(w, disaggregated=mode)

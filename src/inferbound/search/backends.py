@@ -13,10 +13,17 @@ backends against one process).
   search inside a daemonic process (a multiprocessing pool's worker may not start processes).
 - ray: ``chunks_per_cpu`` x (cluster CPUs) contiguous chunks, one task per chunk, gathered back in chunk
   order. ``ray`` is an optional extra, imported only here and only when asked.
+
+Ctrl-C (KeyboardInterrupt) stops every backend promptly and propagates: forked workers ignore SIGINT
+(the terminal sends it to the whole process group), so the parent alone takes it and leaving the pool
+terminates them; a KeyboardInterrupt raised inside a worker all the same comes back as
+:class:`WorkerInterrupted` and is raised again in the parent (a worker dying of it would leave its
+chunk unanswered, and the parent waiting for ever); Ray's pending tasks are cancelled.
 """
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Callable
 
@@ -85,9 +92,21 @@ def _local(deps, workload, progress: Progress):
 _JOB: tuple | None = None  # (deployments, workload) a forked worker inherits
 
 
+class WorkerInterrupted(Exception):
+    """A KeyboardInterrupt inside a forked worker, carried back to the parent as an ordinary exception."""
+
+
+def _ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C is the parent's to handle (it terminates the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _chunk(bounds: tuple[int, int]) -> list[LayoutPoints | None]:
     deps, workload = _JOB
-    return evaluate_chunk(deps[bounds[0]:bounds[1]], workload)
+    try:
+        return evaluate_chunk(deps[bounds[0]:bounds[1]], workload)
+    except KeyboardInterrupt:
+        raise WorkerInterrupted() from None
 
 
 def _forked(deps, workload, progress: Progress, workers: int):
@@ -99,11 +118,13 @@ def _forked(deps, workload, progress: Progress, workers: int):
     _JOB = (deps, workload)
     out: list[LayoutPoints | None] = []
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for part in pool.imap(_chunk, bounds):
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_ignore_sigint) as pool:
+            for part in pool.imap(_chunk, bounds):  # leaving the block on any exception terminates the workers
                 out += part
                 if progress is not None:
                     progress(len(out), len(deps))
+    except WorkerInterrupted:
+        raise KeyboardInterrupt from None
     finally:
         _JOB = None
     return out
@@ -134,14 +155,19 @@ def _ray(deps, workload, address: str | None, progress: Progress):
         index = {r: k for k, r in enumerate(refs)}
         done: dict[int, list] = {}
         pending, finished = list(refs), 0
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for r in ready:
-                k = index[r]
-                done[k] = ray.get(r)
-                finished += len(done[k])
-                if progress is not None:
-                    progress(finished, len(deps))
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for r in ready:
+                    k = index[r]
+                    done[k] = ray.get(r)
+                    finished += len(done[k])
+                    if progress is not None:
+                        progress(finished, len(deps))
+        except BaseException:  # Ctrl-C, a deadline, a failed task: the rest of the work is not wanted
+            for r in pending:
+                ray.cancel(r, force=True)
+            raise
         return [p for k in range(len(refs)) for p in done[k]]
     finally:
         if started:

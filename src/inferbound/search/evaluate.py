@@ -61,6 +61,7 @@ from ..step.table import StepModel
 from ..workloads import steady_state
 from ..workloads.lengths import Mix, fixed
 from ..workloads.max_throughput import MAX_THROUGHPUT_GRID
+from ..deploy.prefix import cached_tokens
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,6 @@ def prefill_batches(k_max: int) -> list[int]:
 def _prefill_step(sm: StepModel, mix: Mix, k: int, budget: int):
     """(seconds, watts per GPU) of one prefill step of k prompts in the mix's shares; a prompt longer
     than the token budget runs alone in chunks of the budget."""
-    from ..deploy.prefix import cached_tokens
     cached = [float(cached_tokens(sm.dep.runtime, i)) for i in mix.inputs]  # prefix hits (prefix.py)
     if k == 1 and max(mix.inputs) > budget:
         secs = joules = 0.0

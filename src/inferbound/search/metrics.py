@@ -26,6 +26,7 @@ SENSE: dict[str, int] = {
     "tok_s": 1, "requests_per_s": 1, "ttft_ms": -1, "tpot_ms": -1, "e2e_ms": -1, "gpus": -1, "watts": -1,
     "usd_per_hour": -1, "concurrency": 1,
 }
+#: what search ranks by: the one list (the CLI and API choices import it, faces/options.py)
 OBJECTIVES = ("tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate")
 UNITS = {"tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user", "tokens_per_joule": "tok/J",
          "usd_per_mtok": "$/M tok", "gpus_for_rate": "GPUs", "tok_s": "tok/s", "requests_per_s": "req/s",

@@ -17,6 +17,10 @@ candidate goes through :func:`make_deployment` (the same layout checks as ``esti
 skips it, and so do layouts whose weights leave no KV room for one request, or that the engine
 guidance of search.yaml rules out (pipeline parallelism where TP fits one NVLink island, partial EP).
 Every skip is counted under its reason, with an example: nothing is dropped silently.
+
+Before a layout is evaluated, :func:`estimate_size` counts the configurations the evaluation will make
+(from each layout's concurrency caps, as evaluate.py sweeps them) and estimates the search's peak memory
+(data/search.yaml ``limits``); the CLI and the JSON API refuse a search over the memory budget.
 """
 from __future__ import annotations
 
@@ -30,10 +34,11 @@ from ..deploy.deployment import Deployment, make_deployment
 from ..hardware import GPU, apply_overrides, get_gpu, load_catalog
 from ..hardware.prices import apply_prices, check_prices
 from ..hardware.whatif import parse_scales, scale_gpu
-from ..deploy.memory import weight_bytes_per_gpu
+from ..deploy.memory import kv_bytes_per_gpu, weight_bytes_per_gpu
 from ..deploy.runtime import runtime_reserve_bytes
 from ..model import ModelSpec
 from ..deploy.topology import island_size, link_defaults
+from .evaluate import _CACHE_SIZE as TABLES_KEPT, Workload, concurrency_caps, prefill_batches
 
 
 def search_defaults() -> dict:
@@ -189,3 +194,64 @@ def build_space(m: ModelSpec, gpus: list[GPU], max_gpus: int, dtypes: list[str] 
                     space.deployments.append(dep)
                     space.combos.append(c.name)
     return space
+
+
+def search_limits() -> dict:
+    """data/search.yaml ``limits``: the memory budget, when a size is printed, and the estimate's figures."""
+    return search_defaults()["limits"]
+
+
+def configurations(dep: Deployment, w: Workload) -> int:
+    """Configurations evaluate.evaluate_layout makes of ``dep`` under ``w``, from the caps alone: the decode
+    batches 1..D_max, times the swept prefill batches when disaggregated (evaluate.py); 0 when not one
+    request fits."""
+    caps, capacity, _ = concurrency_caps(dep, w, decode_only=w.disaggregated)
+    d_max = int(min(caps.values()))
+    if not w.disaggregated:
+        return max(0, d_max)
+    mix = w.lengths
+    i, budget, groups = mix.mean_input, dep.runtime.token_budget, dep.par.attention_groups
+    prompt_kv = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) * groups
+    k_max = max(1, int((budget * groups) // i)) if max(mix.inputs) <= budget else 1
+    k_max = int(min(k_max, capacity // prompt_kv)) if prompt_kv > 0 else k_max
+    return 0 if d_max < 1 or k_max < 1 else d_max * len(prefill_batches(k_max))
+
+
+@dataclass(frozen=True)
+class SearchSize:
+    """A search's size before it runs (:func:`estimate_size`)."""
+
+    layouts: int  # distinct layouts (deployments)
+    modes: int  # serving modes each layout is evaluated in
+    configurations: int  # layouts x concurrency (x prefill batch), every mode
+    peak_bytes: float  # estimated peak memory of the search, every process together
+    workers: int  # processes evaluating layouts
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether the estimate exceeds data/search.yaml ``limits.memory_budget_gb``."""
+        return self.peak_bytes > float(search_limits()["memory_budget_gb"]) * 1e9
+
+    @property
+    def worth_announcing(self) -> bool:
+        """Whether the estimate exceeds ``limits.announce_above_gb`` (print it before the search starts)."""
+        return self.peak_bytes > float(search_limits()["announce_above_gb"]) * 1e9
+
+    def describe(self) -> str:
+        """'4,646 layouts x 2 modes, 171,234,567 configurations, about 42.8 GB peak memory (2 processes)'."""
+        modes = f" x {self.modes} modes" if self.modes > 1 else ""
+        procs = f" ({self.workers} processes)" if self.workers > 1 else ""
+        return (f"{self.layouts:,} layouts{modes}, {self.configurations:,} configurations, about "
+                f"{self.peak_bytes / 1e9:,.1f} GB peak memory{procs}")
+
+
+def estimate_size(deployments: list[Deployment], workloads: list[Workload], workers: int = 1) -> SearchSize:
+    """The size of evaluating every deployment under every workload (one per serving mode) on ``workers``
+    processes: configurations counted exactly (:func:`configurations`); peak memory from data/search.yaml
+    ``limits``, bytes per configuration plus step tables per layout (at most evaluate.py's cache of them
+    per process)."""
+    lim = search_limits()
+    count = sum(configurations(d, w) for w in workloads for d in deployments)
+    tables = min(len(deployments), TABLES_KEPT * max(1, workers)) * float(lim["bytes_per_layout"])
+    return SearchSize(layouts=len(deployments), modes=len(workloads), configurations=int(count),
+                      peak_bytes=tables + count * float(lim["bytes_per_configuration"]), workers=int(workers))

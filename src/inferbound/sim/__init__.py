@@ -21,12 +21,12 @@ from typing import Callable
 import numpy as np
 
 from ..deploy.deployment import Deployment, make_deployment
-from ..step.explain import band
+from ..deploy.bands import band, error_bands as figure_bands
 from .config import engine_config, runtime_with
 from .event_loop import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
 from .metrics import request_table, summarize
-from .requests import Request, poisson, read_trace
+from ..workloads.requests import Request, poisson, read_trace
 from .sources import ClosedLoop
 
 __all__ = ["simulate", "SimResult", "Request", "poisson", "read_trace"]
@@ -44,9 +44,10 @@ class SimResult:
         return self.summary[key]
 
     def error_bands(self) -> dict:
-        """Expected relative error of latency and throughput figures (the calibration's serving bands)."""
+        """Expected relative error of latency and throughput figures (the calibration's serving bands): by
+        figure as the analytic serving estimate reports them (deploy/bands.py), and by kind."""
         out = {k: band(self.deployment, "serving", k) for k in ("latency", "throughput")}
-        return {k: v for k, v in out.items() if v is not None}
+        return {**figure_bands(self.deployment, "serving"), **{k: v for k, v in out.items() if v is not None}}
 
     def requests(self) -> dict[str, np.ndarray]:
         return request_table(self.run)

@@ -39,7 +39,7 @@ from ..step.table import StepModel
 from ..deploy.topology import Link, network_link, pcie_link
 from .blocks import BlockManager, block_bytes_per_gpu
 from .ledger import Ledger
-from .requests import Request
+from ..workloads.requests import Request
 from .scheduler import Replica
 from .sources import OpenLoop, Source
 
@@ -126,9 +126,10 @@ def replica_extras(dep: Deployment, cfg: EngineConfig, block_bytes: float) -> di
     seconds to read one block from the host tier (offload.py)."""
     from ..deploy.offload import host_link
     from ..deploy.speculative import drafter_for
+    from ..step.speculative import draft_step_model
     out = {"drafter": drafter_for(dep, cfg.spec), "draft_sm": None, "host_s_per_block": 0.0}
     if out["drafter"] is not None and out["drafter"].model is not None:
-        out["draft_sm"] = out["drafter"].step_model(cfg.max_num_batched_tokens)
+        out["draft_sm"] = draft_step_model(out["drafter"], cfg.max_num_batched_tokens)
     if cfg.device_blocks is not None and cfg.device_blocks < cfg.num_blocks:
         _, bw, eff, _ = host_link(dep.gpu)
         out["host_s_per_block"] = block_bytes / (bw * eff)

@@ -25,7 +25,7 @@ from array import array
 
 import numpy as np
 
-from .requests import Request
+from ..workloads.requests import Request
 
 SAMPLE_FIELDS = ("t_s", "duration_s", "decode_tokens", "prefill_tokens", "waiting", "running", "kv_blocks_used",
                  "replica", "watts_per_gpu")

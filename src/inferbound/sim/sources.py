@@ -15,7 +15,7 @@ import heapq
 import math
 
 from .ledger import Ledger
-from .requests import Request
+from ..workloads.requests import Request
 
 
 class Source:

@@ -5,7 +5,7 @@ Without them a step is ``StepModel.step(decode contexts, chunks, mode)``. With s
 cached ones, n·(k + 1) logits rows beside the prefill chunks' (step.of_sequences priced by
 ``StepModel.price``); the draft then runs k passes over the n sequences, the first with the step's
 prefill chunks beside them (the draft's own ``StepModel.step``), each less the engine's per-step fixed
-cost (speculative.Drafter.fixed_s). A verified sequence gains 1 + j tokens, j accepted drafts drawn
+cost (step/speculative.draft_fixed_s). A verified sequence gains 1 + j tokens, j accepted drafts drawn
 i.i.d. per step: P(j ≥ i) = a^i for i ≤ k, so j = min(k, ⌊ln u / ln a⌋) for u uniform on (0, 1]
 (E[1 + j] = τ, speculative.tokens_per_step).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pricing.energy import power_w
-from ..deploy.speculative import with_verify_host
+from ..step.speculative import draft_fixed_s, with_verify_host
 from ..step.contract import of_sequences
 
 
@@ -55,10 +55,10 @@ class StepPricer:
             return t, w
         dr = self.drafter
         t1, w1 = self.dsm.step(dec_ctx, chunks, "stream")
-        parts = [(t, w), (max(t1 - float(dr.fixed_s(n + len(chunks))), 0.0), w1)]
+        parts = [(t, w), (max(t1 - float(draft_fixed_s(dr, n + len(chunks))), 0.0), w1)]
         if n and self.k > 1:
             tr, wr = self.dsm.step(dec_ctx, (), "stream")
-            parts.append(((self.k - 1) * max(tr - float(dr.fixed_s(n)), 0.0), wr))
+            parts.append(((self.k - 1) * max(tr - float(draft_fixed_s(dr, n)), 0.0), wr))
         total = sum(s for s, _ in parts)
         return total, sum(s * x for s, x in parts) / total if total > 0 else w
 

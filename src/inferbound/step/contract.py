@@ -38,7 +38,6 @@ the stage work tabulated over T and S; its parity with ``price`` is tested.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -46,9 +45,13 @@ from ..pricing.comm import p2p
 from ..base.dtypes import bytes_per_element
 from ..pricing.kernels.loadattention import SCALAR
 from ..model.spec import LayerGroup, ModelSpec
-from ..operators import _merged_groups, attention_kinds, attention_ops, body_ops, head_ops, in_order, kind_reads, mixer_ops, regroup, sequence_attention, stage_ops
-from ..pricing.roofline import SPLIT_KEYS, StepCost, Work, fast_ndim, price_ops
+from ..operators import _merged_groups, attention_kinds, attention_ops, body_ops, head_ops, in_order, kind_reads, mixer_ops, sequence_attention, stage_ops
+from ..base.caches import cache
+from ..base.numeric import fast_ndim
+from ..pricing.roofline import SPLIT_KEYS, StepCost, Work, price_ops
+from ..deploy.layout import stage_layers  # noqa: F401  (the stages a step runs; re-exported)
 from ..deploy.topology import place
+from ..pricing.collectives import comm_pricer_of
 
 MODES = ("stream", "isolated")
 
@@ -143,27 +146,6 @@ def sequence_sums(dec: np.ndarray, chunk_past, chunk_new, kinds) -> tuple[dict, 
     return att, float(dec.size + (sum(new) if scalar else new.sum() if n_chunks else 0.0))
 
 
-@lru_cache(maxsize=256)
-def stage_layers(m: ModelSpec, par) -> list[list[LayerGroup]]:
-    """Ordered layer groups of each pipeline stage: ``pp_split`` or an even split (earlier stages take
-    the remainder); layers of one kind inside a stage are merged (order inside a stage does not price)."""
-    n = m.num_layers
-    if par.pp_split is not None:
-        if sum(par.pp_split) != n:
-            raise ValueError(f"pp_split={list(par.pp_split)} sums to {sum(par.pp_split)}, "
-                             f"but {m.name} has {n} layers")
-        sizes = list(par.pp_split)
-    else:
-        base, extra = divmod(n, par.pp)
-        sizes = [base + (i < extra) for i in range(par.pp)]
-    flat = [g.model_copy(update={"count": 1}) for g in m.layers for _ in range(g.count)]
-    stages, start = [], 0
-    for size in sizes:
-        stages.append(regroup(flat[start:start + size]))
-        start += size
-    return stages
-
-
 def stages_of(dep) -> list[tuple[list[LayerGroup] | None, bool, bool]]:
     """(layers, first, last) of each stage; the whole model (layers None) without pipeline stages."""
     if dep.par.pp == 1:
@@ -234,8 +216,8 @@ def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
     return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
 
 
-#: priced bodies and heads kept per deployment (plain-number T or S); the memo is emptied when full
-WORK_MEMO = 512
+#: priced bodies and heads of plain-number T or S, kept per (deployment, part, T or S)
+_WORK = cache("step bodies and heads", 8192)
 
 
 def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -> Work:
@@ -245,7 +227,7 @@ def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -
     and kept (the contract is a pure function of the deployment and the load; a static batch's decode
     steps repeat the same T); a sweep's arrays price every operator in one call."""
     m_, dt, par, g = dep.model, dep.dtypes, dep.par, dep.gpu
-    pricer = dep.comm_pricer
+    pricer = comm_pricer_of(dep)
     groups = _merged_groups(m_) if layers is None else layers
 
     def priced(ops):
@@ -268,19 +250,10 @@ def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -
 
 
 def _kept(dep, key: tuple, x, build) -> Work:
-    """``build()``, kept on ``dep`` under (``key``, x) when x is a plain number (:func:`stage_work`)."""
+    """``build()``, kept under (``dep``, ``key``, x) when x is a plain number (:func:`stage_work`)."""
     if fast_ndim(x) != 0:
         return build()
-    memo = dep.__dict__.get("_work_memo")
-    if memo is None:
-        memo = dep.__dict__["_work_memo"] = {}
-    k = key + (float(x),)
-    w = memo.get(k)
-    if w is None:
-        if len(memo) >= WORK_MEMO:
-            memo.clear()
-        w = memo[k] = build()
-    return w
+    return _WORK.get_or((dep, *key, float(x)), build)
 
 
 def prefill(dep, batch, input_len) -> StepCost:

@@ -7,15 +7,17 @@ every share of at least 1 %: 'decode at batch 64, context ~2179 on 4x h100_sxm T
 weights 52%, KV 29%, all-reduce 9%'. Every workload (static batch, max throughput, search, serving)
 explains its steps with :func:`phase`.
 
-Error bands: the calibration's quantile of cross-validated relative errors for the scenario and metric
-kind (throughput or latency), widened for each way the deployment extrapolates beyond the fit (GPU,
-prior kernel curves, engine, format, model family: calibration/bands.py); empty without one.
+Error bands (``band``, ``band_reasons``, ``error_bands``, re-exported here for the workloads) are
+deploy/bands.py's: the calibration's quantile of cross-validated relative errors for the scenario and
+metric kind, widened for each way the deployment extrapolates beyond the fit; empty without one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..deploy.bands import band, band_reasons, error_bands  # noqa: F401  (the one band lookup, re-exported)
 
 BOUND_WORDS = {"compute": "compute-bound", "memory": "HBM-bound", "communication": "communication-bound"}
 SPLIT_WORDS = {"compute": "matmul/attention compute", "weights": "weights", "kv": "KV", "activations":
@@ -72,24 +74,3 @@ def phase(cost, label: str, index=None) -> Phase:
     time = pick(cost.time)
     bound = bound_of(split)
     return Phase(time, bound, split, explain(label, bound, split, time, kinds), kinds)
-
-
-def band(dep, scenario: str, kind: str, bound: str | None = None) -> float | None:
-    """Expected relative error of a ``kind`` (throughput or latency) figure of ``scenario``."""
-    from ..calibration.bands import band_for
-    cal = dep.calibration
-    return None if cal is None else band_for(cal, dep, scenario, kind, bound)
-
-
-def band_reasons(dep) -> list[str]:
-    """Why ``dep``'s bands are wider than the calibration's base bands (empty: inside the fit's data)."""
-    from ..calibration.bands import widening
-    return [] if dep.calibration is None else widening(dep.calibration, dep)[1]
-
-
-def error_bands(dep, scenario: str, prefill_bound: str | None, decode_bound: str | None) -> dict:
-    """Bands of the figures of one prediction: throughput and TPOT (decode), TTFT (prefill)."""
-    out = {"throughput": band(dep, scenario, "throughput", decode_bound),
-           "tpot": band(dep, scenario, "throughput", decode_bound),
-           "ttft": band(dep, scenario, "latency", prefill_bound)}
-    return {k: v for k, v in out.items() if v is not None}

@@ -33,6 +33,8 @@ from ..pricing.kernel_pricing import attention_consts, attention_of, decode_only
 from ..pricing.kernels.loadattention import SCALAR
 from ..pricing.roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
 from .contract import StepLoad, combine, micro_batches, of_sequences, send_seconds, sequence_sums, stages_of, uniform
+from ..pricing.collectives import comm_pricer_of
+from ..operators import _merged_groups
 
 
 class _Table:
@@ -213,7 +215,7 @@ class StepModel:
                                           [self.max_tokens]])).astype(float)
         self.grid, self.exact = t, t.size == self.max_tokens + 1
         self.stages = stages_of(dep)
-        pricer = dep.comm_pricer
+        pricer = comm_pricer_of(dep)
         kp = self._kernels = pricer.kernels
         att = attention_dtype(g, dep.compute_dtype, dt.kv_dtype)
         on_grid = not self.exact and kp is not None and kp.curves is not None
@@ -264,7 +266,6 @@ class StepModel:
 
     @property
     def _all_layers(self):
-        from ..operators import _merged_groups
         return _merged_groups(self.dep.model)
 
     def _check(self, tokens) -> None:

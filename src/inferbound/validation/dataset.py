@@ -27,17 +27,13 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# the schema's metric lists live with the run-time band lookup, which reads a metric's kind (deploy/bands.py)
+from ..deploy.bands import LATENCIES, LATENCY_METRICS, METRICS, PERCENTILES, THROUGHPUT_METRICS  # noqa: F401
+from ..workloads.lengths import dataset_names
+
 REQUIRED = ("case", "source", "model", "gpu", "num_gpus", "scenario", "metric", "value")
 HEADER = REQUIRED + ("input_len", "output_len")  # columns a file must have (cells may be blank: dataset)
 SCENARIOS = ("static_batch", "max_throughput", "serving")
-PERCENTILES = ("p50", "p90", "p99")
-LATENCIES = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
-METRICS = ("output_tok_s", "output_tok_s_per_gpu", "total_tok_s", "requests_per_s", *LATENCIES,
-           *(f"{m}_{p}" for m in LATENCIES for p in PERCENTILES), "tok_s_per_user", "achieved_mem_bw_gbps",
-           "prefill_tok_s")
-THROUGHPUT_METRICS = frozenset({"output_tok_s", "output_tok_s_per_gpu", "total_tok_s", "requests_per_s",
-                                "tok_s_per_user", "achieved_mem_bw_gbps", "prefill_tok_s"})
-LATENCY_METRICS = frozenset(m for m in METRICS if m not in THROUGHPUT_METRICS)
 FLAGS = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
 
 
@@ -146,7 +142,6 @@ def _opt_len(raw: dict, key: str, low: float):
 
 def _dataset(raw: dict) -> str | None:
     """The bundled profile a ``dataset`` cell names by its first word, else None (the stated lengths)."""
-    from ..workloads.lengths import dataset_names
     text = (raw.get("dataset") or "").strip()
     first = text.split()[0].strip(",;()").lower() if text else ""
     return first if first in dataset_names() else None

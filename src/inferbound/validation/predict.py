@@ -32,6 +32,8 @@ from ..deploy.memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
 from ..workloads.lengths import Mix, from_dataset, from_row_moments
 from .dataset import PERCENTILES, Row
+from ..sim import simulate
+from ..workloads.serving import serving
 
 
 @dataclass
@@ -206,7 +208,6 @@ def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
     mix = row_lengths(row)
     if row.concurrency is not None:
         return _closed_loop(dep, row, mix)
-    from ..sim import simulate  # late import: the simulator is the heaviest module
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
     i, o = int(round(mix.mean_input)), int(round(mix.mean_output))
     dists = {}
@@ -229,7 +230,6 @@ def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
 
 
 def _closed_loop(dep: Deployment, row: Row, mix: Mix) -> dict[str, float]:
-    from ..workloads.serving import serving
     s = serving(dep, concurrency=row.concurrency, lengths=mix)
     fe = _front_end_ms(dep)
     out = {"output_tok_s": s.output_tok_s, "output_tok_s_per_gpu": s.output_tok_s_per_gpu,

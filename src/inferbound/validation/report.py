@@ -2,8 +2,8 @@
 
 With a calibration each covered row carries its error band (``band``: the relative error the
 calibration expects for that row's scenario and metric kind, widened where the row's deployment
-extrapolates beyond the fit: calibration/bands.py), and the summary says on how many covered rows the
-truth lies inside it (``band_coverage``: |error| <= band).
+extrapolates beyond the fit: deploy/bands.py, the lookup every face uses), and the summary says on how
+many covered rows the truth lies inside it (``band_coverage``: |error| <= band).
 """
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..deploy.bands import band_for, kind_of
 from .dataset import LATENCY_METRICS, Unreadable
 from .metrics import group_summary, summarize
-from .predict import Prediction
+from .predict import Prediction, deployment_for
 
 ROW_FIELDS = ("case", "source", "scenario", "model", "gpu", "metric", "measured", "predicted", "error", "abs_error",
               "band", "bound", "covered", "reason")
@@ -22,8 +23,6 @@ ROW_FIELDS = ("case", "source", "scenario", "model", "gpu", "metric", "measured"
 
 def row_bands(preds: list[Prediction], calibration=None, gpu_files=None) -> list[float | None]:
     """Each prediction's relative error band under ``calibration`` (None: not covered, or no bands)."""
-    from ..calibration.bands import band_for
-    from .predict import deployment_for
     if calibration is None or not getattr(calibration, "bands", None):
         return [None] * len(preds)
     deps: dict = {}
@@ -39,8 +38,7 @@ def row_bands(preds: list[Prediction], calibration=None, gpu_files=None) -> list
             except (ValueError, KeyError):
                 deps[r.setup_key] = None
         d = deps[r.setup_key]
-        kind = "latency" if r.metric in LATENCY_METRICS else "throughput"
-        out.append(None if d is None else band_for(calibration, d, r.scenario, kind, p.bound))
+        out.append(None if d is None else band_for(calibration, d, r.scenario, kind_of(r.metric), p.bound))
     return out
 
 

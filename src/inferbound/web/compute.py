@@ -4,6 +4,9 @@ Route bodies wrap calls into inferbound in :func:`computing`; a ``ValueError`` (
 pydantic's ``ValidationError``) or ``ArithmeticError`` from inside is the input's fault and becomes an
 :class:`ApiError` (422) naming the request field when the message starts with ``field=``. Nothing
 else is caught: an unexpected exception is a bug and must show as one.
+
+Error bands are not computed here: every result carries its own (``error_bands``, from deploy/bands.py,
+the lookup the CLI prints from), so a body holds one band per figure, the CLI's.
 """
 from __future__ import annotations
 
@@ -32,13 +35,6 @@ def deployment(req: DeploymentIn) -> Deployment:
     spec = resolve_model(req)
     with computing(req):
         return make_deployment(model=spec, **req.deployment_kwargs())
-
-
-def bands_for(dep: Deployment, scenario: str) -> dict:
-    """Error bands of a max-throughput prediction from the deployment's calibration (empty without)."""
-    cal = getattr(dep, "calibration", None)
-    band = cal.band(scenario, "throughput", None) if cal is not None else None
-    return {} if band is None else {"throughput": band, "tpot": band}
 
 
 LENGTH_FIELDS = ("input_dist", "output_dist", "dataset")

@@ -10,6 +10,7 @@ from .. import __version__
 from ..faces import options as opts
 from ..calibration import resolve as resolve_calibration
 from ..base.dtypes import DTYPES
+from ..deploy.speculative import METHODS as SPECULATIVE_METHODS
 from ..hardware import gpu_table, load_catalog, skipped_gpus
 from ..workloads.lengths import dataset_names
 from . import schemas
@@ -53,10 +54,11 @@ def meta() -> dict:
     except ValueError as e:  # a broken $INFERBOUND_CALIBRATION is the operator's, reported not raised
         calibration = f"unusable: {e}"
     return {
-        "version": __version__, "dtypes": list(DTYPES), "scenarios": list(opts.by_name(opts.ESTIMATE)["scenario"].choices),
-        "datasets": list(dataset_names()), "speculative": ["eagle", "mtp", "ngram"],
-        "kv_offload": list(opts.by_name(opts.ENGINE)["kv_offload"].choices),
-        "collective_algos": ["auto", "ring", "tree", "oneshot", "twoshot", "nvls"],
+        "version": __version__, "dtypes": list(DTYPES), "scenarios": list(opts.SCENARIOS),
+        "datasets": list(dataset_names()),
+        # a draft model is not offered here (schemas.ModelIn._speculative: the API loads no model by path)
+        "speculative": [m for m in SPECULATIVE_METHODS if m != "draft"],
+        "kv_offload": list(opts.KV_OFFLOAD_MODES), "collective_algos": list(opts.COLLECTIVE_ALGOS),
         "features": {"simulate": available("inferbound.sim"), "search": available("inferbound.search")},
         "calibration": calibration,
         "limits": {"num_gpus": schemas.MAX_GPUS, "batch": schemas.MAX_BATCH, "tokens": schemas.MAX_TOKENS,

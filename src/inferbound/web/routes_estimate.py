@@ -12,7 +12,7 @@ from ..workloads.static import estimate as run_estimate
 from ..workloads import max_throughput
 from ..workloads.serving import serving
 from ..workloads.steady_state import as_mix
-from .compute import bands_for, check_scenario, computing, deployment, lengths_of
+from .compute import check_scenario, computing, deployment, lengths_of
 from .errors import jsonable
 from .scenario_view import max_throughput_view, serving_view
 from .schemas import EstimateIn, WorkloadIn
@@ -26,7 +26,9 @@ def estimate(req: EstimateIn) -> dict:
     communication split of prefill and decode, error bands (with a calibration). ``max-throughput``:
     the offline continuous-batching operating point. ``serving``: the analytic steady state at ``rate``
     or ``concurrency`` (workloads/serving.py). The steady states add ``view``: memory per GPU and the
-    time split of their own operating point (scenario_view.py). Times in ms in the keys that say so, else SI."""
+    time split of their own operating point (scenario_view.py). Every scenario's ``error_bands`` (by figure;
+    max-throughput's ``error_band`` is its throughput entry) are the CLI's (deploy/bands.py). Times in ms in the
+    keys that say so, else SI."""
     check_scenario(req.scenario, req.rate, req.concurrency, req)
     dep = deployment(req)
     with computing(req):
@@ -35,8 +37,7 @@ def estimate(req: EstimateIn) -> dict:
             r = max_throughput(dep, input_len=req.input_len, output_len=req.output_len, num_requests=req.requests,
                                lengths=mix)
             view = max_throughput_view(dep, r, mix or as_mix(req.input_len, req.output_len))
-            out = {**r.to_dict(), "error_bands": bands_for(dep, "max_throughput"), "warnings": dep.warnings,
-                   "view": view}
+            out = {**r.to_dict(), "warnings": dep.warnings, "view": view}
         elif req.scenario == "serving":
             s = serving(dep, rate=req.rate, concurrency=req.concurrency, think_time=req.think_time,
                         input_len=req.input_len, output_len=req.output_len, lengths=mix)

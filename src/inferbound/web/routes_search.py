@@ -1,7 +1,10 @@
 """POST /api/search: ranked deployments and a Pareto frontier (``inferbound.search``), size-capped.
 
-Caps: (GPU types searched) x max_gpus <= MAX_SEARCH_SIZE (a quarter with all_layouts), the wall-clock
-budget of budget.py (checked as layouts evaluate), and the frontier thinned to ``max_points``.
+Caps: max_gpus <= options.MAX_SEARCH_GPUS (the CLI's default cap too), (GPU types searched) x max_gpus <=
+MAX_SEARCH_SIZE (a quarter with all_layouts), the estimated peak memory within data/search.yaml
+``limits.memory_budget_gb`` (the CLI's budget; checked once the space is built, before any layout is
+evaluated), the wall-clock budget of budget.py (checked as layouts evaluate), and the frontier thinned to
+``max_points``.
 The search always runs on the local backend in the server's own process (no Ray address comes from a
 client; forking a threaded server is unsafe, so `workers=1`).
 
@@ -17,6 +20,7 @@ from fastapi import APIRouter, Request
 
 from ..hardware import load_catalog
 from ..search.plot import _axis  # the CLI plot's axis labels
+from ..search.space import search_limits
 from .budget import Deadline, OverBudget, heavy_slot, seconds_for
 from .compute import computing, lengths_of
 from .errors import ApiError, jsonable
@@ -66,7 +70,7 @@ def search(req: SearchIn, request: Request) -> dict:
                              calibration=req.calibration_arg, dtypes=req.dtypes, all_layouts=req.all_layouts,
                              top=req.top, engine=req.engine or req.emit, prices=req.prices,
                              engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}),
-                             gpu_scale=req.gpu_scale, lengths=lengths_of(req))
+                             gpu_scale=req.gpu_scale, lengths=lengths_of(req), on_size=refuse_over_budget)
         except OverBudget as e:
             done, total, seconds = e.args
             raise ApiError("max_gpus", f"search stopped after {seconds:g} s of work ({done:,} of {total:,} layouts "
@@ -81,6 +85,15 @@ def search(req: SearchIn, request: Request) -> dict:
     frontier["total"] = len(frontier["points"])
     frontier["points"] = thin(frontier["points"], req.max_points)
     return jsonable(out)
+
+
+def refuse_over_budget(size) -> None:
+    """search's ``on_size``: 422 on max_gpus for a search estimated over the memory budget (as the CLI without
+    --no-cap), before any layout is evaluated."""
+    if size.over_budget:
+        raise ApiError("max_gpus", f"this search is estimated at {size.describe()}, over the budget of "
+                                   f"{float(search_limits()['memory_budget_gb']):g} GB; name fewer GPUs, lower "
+                                   f"max_gpus, one serving mode or no all_layouts")
 
 
 def launch(req, res) -> dict | None:

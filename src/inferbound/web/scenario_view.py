@@ -37,7 +37,7 @@ from ..step.explain import bound_of, explain
 from ..deploy.memory import MemoryReport, activation_bytes, kv_bytes_per_gpu, weight_bytes_per_gpu
 from ..deploy.offload import tier_of
 from ..deploy.prefix import pool_tokens
-from ..deploy.runtime import draft_weight_bytes, kv_capacity_bytes, runtime_reserve_bytes
+from ..deploy.runtime import draft_weight_bytes, kv_capacity_bytes, offline_runtime, runtime_reserve_bytes
 from ..deploy.speculative import spec_of
 from ..step.table import StepModel
 from ..workloads import steady_state
@@ -94,7 +94,7 @@ def step_at(dep, rt, mix: Mix, decode: float, label: str) -> dict:
 
 def max_throughput_view(dep, r, mix: Mix) -> dict:
     """Memory and time split at a MaxThroughput result's operating point."""
-    rt = bench_limits(dep, dep.offline_runtime(), mix)
+    rt = bench_limits(dep, offline_runtime(dep), mix)
     basis = (f"max-throughput point: {r.concurrency:,.0f} requests in flight per replica (decode batch "
              f"{r.decode_batch:,}), KV of their held tokens (reservation {rt.reservation}); activations at the "
              f"token budget {rt.token_budget:,}")

@@ -15,33 +15,33 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ..faces import options as opts
-from ..base.dtypes import DType
 
-#: caps on the work one request may ask for
+#: caps on the work one request may ask for (those of one option: its declaration's ``api_le``, options.py)
 MAX_GPUS = opts.MAX_GPUS
 MAX_BATCH = opts.MAX_BATCH
 MAX_TOKENS = opts.MAX_TOKENS      # prompt or output tokens of one request
-MAX_OFFLINE_REQUESTS = 1_000_000  # max-throughput: requests issued at once (closed form, cheap)
+MAX_OFFLINE_REQUESTS = opts.MAX_OFFLINE_REQUESTS  # max-throughput: requests issued at once (closed form, cheap)
 MAX_TOKEN_BUDGET = opts.MAX_TOKEN_BUDGET
 MAX_SIM_REQUESTS = opts.MAX_SIM_REQUESTS
-MAX_SIM_OUTPUT = 131_072          # output tokens of one simulated request
+MAX_SIM_OUTPUT = opts.MAX_SIM_OUTPUT  # output tokens of one simulated request
 MAX_SIM_OUTPUT_TOKENS = 1_000_000  # output tokens of all simulated requests together
 MAX_SIM_REPLICAS = 64
 MAX_CSV_CHARS = 1_000_000
 MAX_OVERRIDES = 64
 MAX_CONFIG_LAYERS = 1024          # num_hidden_layers of a pasted config
 MAX_CONFIG_NUMBER = 1e12          # any number in a pasted config or override
-MAX_SEARCH_GPUS = 72              # largest layout a search sweeps (one NVL72 rack)
+MAX_SEARCH_GPUS = opts.MAX_SEARCH_GPUS  # largest layout a search sweeps (one NVL72 rack)
 MAX_SEARCH_SIZE = 256             # GPU types x max_gpus of one search (x4 with all_layouts)
-MAX_FRONTIER_POINTS = 2000
+MAX_FRONTIER_POINTS = int(opts.by_name(opts.SEARCH)["max_points"].le)
 
 MAX_COMPARE_DEPLOYMENTS = 8        # deployments of one /api/compare call (the CLI takes compare.MAX_DEPLOYMENTS)
-#: inferbound.search's objectives and frontier metrics (tests check these against the library)
-Objective = Literal["tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate"]
-Metric = Literal["tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate", "tok_s",
-                 "requests_per_s", "ttft_ms", "tpot_ms", "e2e_ms", "gpus", "watts", "usd_per_hour", "concurrency"]
-SearchDtype = Literal["bf16", "fp8", "int4", "fp4"]
-CollectiveAlgo = Literal["auto", "ring", "tree", "oneshot", "twoshot", "nvls"]
+#: inferbound.search's objectives and frontier metrics: the library's own tuples (search/metrics.py), through
+#: options.py, as every field with allowed values (each field's Literal is its declaration's ``choices``)
+Objective = Literal[opts.OBJECTIVES]  # type: ignore[valid-type]
+Metric = Literal[opts.METRICS]  # type: ignore[valid-type]
+#: the API's calibration: the server's ('default': $INFERBOUND_CALIBRATION or the packaged fit) or none (catalog
+#: priors); never a file a client names (the CLI's --calibration also takes a YAML path: options.CALIBRATION)
+Calibration = Literal["default", "none"]
 Scalar = float | int | bool | str | None
 GPU_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,99})?$"
@@ -107,7 +107,7 @@ class ModelIn(Checked):
     config: dict[str, Any] | None = Field(None, description="a pasted HuggingFace config.json (instead of model)")
     model_overrides: dict[str, Scalar] | None = Field(None, max_length=MAX_OVERRIDES,
                                                       description="config.json keys or ModelSpec fields to set")
-    calibration: Literal["default", "none"] = Field(
+    calibration: Calibration = Field(
         "default", description="'default': the server's calibration ($INFERBOUND_CALIBRATION or the packaged "
                                "fit); 'none': catalog priors")
 
@@ -165,8 +165,13 @@ def _field(o: opts.Opt):
     """(annotation, Field) of one declared option in the API."""
     bounds = {k: v for k, v in (("ge", o.ge), ("gt", o.gt), ("le", o.api_le if o.api_le is not None else o.le),
                                 ("lt", o.lt)) if v is not None}
-    if o.choices is not None:
+    if o.choices is not None and o.kind == "list_str":  # a list of allowed values (search dtypes)
+        t = list[Literal[o.choices]]  # type: ignore[valid-type]
+    elif o.choices is not None:
         t = Literal[o.choices]  # type: ignore[valid-type]
+    elif o.kind == "rate":  # requests/s, or 'inf' (every request at t=0); bounds: _SimulateBase._rate
+        t = float | Literal["inf"]
+        bounds = {}
     elif o.kind == "list_int":
         t = list[Annotated[int, Field(ge=1, le=MAX_CONFIG_LAYERS)]]
         bounds = {"min_length": 1, "max_length": MAX_CONFIG_LAYERS}
@@ -264,30 +269,29 @@ class EstimateIn(_EstimateFields):
         return self
 
 
-class _SimulateBase(DeploymentIn):
-    timeline: bool = Field(False, description="include per-step samples (thinned to 500 points)")
+_SIM_RATE = opts.by_name(opts.SERVING)["rate"]
 
+
+class _SimulateBase(DeploymentIn):
     @field_validator("rate", check_fields=False)
     @classmethod
     def _rate(cls, v):
-        if v != "inf" and not 0 < v <= 1e9:
-            raise ValueError("rate must be > 0 and <= 1e9 requests/s, or 'inf'")
+        """The declared range of a simulation's rate (options.SERVING), or 'inf'."""
+        if v != "inf" and not _SIM_RATE.gt < v <= _SIM_RATE.api_le:
+            raise ValueError(f"rate must be > {_SIM_RATE.gt:g} and <= {_SIM_RATE.api_le:g} requests/s, or 'inf'")
         return v
 
 
-SimulateIn = _model("SimulateIn", _SimulateBase, (opts.SERVING,), ("rate",),
+SimulateIn = _model("SimulateIn", _SimulateBase, (opts.SERVING,), (),
                     "Serving simulation: Poisson arrivals at ``rate`` (or all at once, 'inf'), or ``concurrency`` "
                     "closed-loop clients; continuous batching under the engine's rules.")
-SimulateIn = create_model("SimulateIn", __base__=SimulateIn, __doc__=SimulateIn.__doc__,
-                          rate=(float | Literal["inf"], Field(2.0, description="requests/s (> 0), or 'inf': all at t=0")),
-                          requests=(int, Field(200, ge=1, le=MAX_SIM_REQUESTS, description="requests to simulate")))
 
 
 class ValidateIn(Strict):
     """Measured rows as CSV text (the schema of inferbound.validation.dataset), predicted and scored."""
 
     csv: str = Field(..., max_length=MAX_CSV_CHARS, description="CSV text with a header row and at least one row")
-    calibration: Literal["default", "none"] = "default"
+    calibration: Calibration = "default"
 
     @field_validator("csv")
     @classmethod
@@ -304,10 +308,6 @@ class ValidateIn(Strict):
 
 
 class _SearchBase(ModelIn):
-    frontier_x: Metric | None = None
-    frontier_y: Metric | None = None
-    max_points: int = Field(500, ge=2, le=MAX_FRONTIER_POINTS)
-
     @field_validator("gpus", check_fields=False)
     @classmethod
     def _gpu_ids(cls, v):
@@ -320,12 +320,12 @@ class _SearchBase(ModelIn):
                     raise ValueError(f"gpu={g!r} is not a GPU id; allowed: ids from GET /api/gpus")
         return v
 
-    @field_validator("dtypes", check_fields=False)
+    @field_validator("dtypes", mode="before", check_fields=False)
     @classmethod
     def _dtypes(cls, v):
-        allowed = ("bf16", "fp8", "int4", "fp4")
-        if v is not None and (not 1 <= len(v) <= 4 or any(d not in allowed for d in v)):
-            raise ValueError(f"dtypes must list 1..4 of {', '.join(allowed)}")
+        allowed = opts.SEARCH_DTYPES
+        if isinstance(v, list) and (not 1 <= len(v) <= len(allowed) or any(d not in allowed for d in v)):
+            raise ValueError(f"dtypes must list 1..{len(allowed)} of {', '.join(allowed)}")
         return v
 
 
@@ -337,15 +337,6 @@ SearchIn = _model("SearchIn", _SearchBase, (opts.SEARCH, opts.LENGTHS, opts.ENGI
                   "``output.frontier`` (the CLI's plot). ``emit``: the launch command of row ``emit_rank`` for "
                   "that engine (the search then models it, as the CLI's --emit). The reply's ``csv`` is the ranked "
                   "table as the CLI's --csv writes it.")
-SearchIn = create_model("SearchIn", __base__=SearchIn, __doc__=SearchIn.__doc__,
-                        gpus=(list[str] | None, Field(None, description="GPU ids (null: the whole catalog)")),
-                        dtypes=(list[str] | None, Field(None, description="dtype combinations: bf16, fp8, int4, fp4")),
-                        max_gpus=(int, Field(8, ge=1, le=MAX_SEARCH_GPUS, description="largest layout (GPUs of one "
-                                                                                        "replica)")),
-                        emit=(Literal[opts.ENGINE_NAMES] | None,  # type: ignore[valid-type]
-                              Field(None, description="engine whose launch command to return (search/emit.py)")),
-                        emit_rank=(int, Field(1, ge=1, le=100, description="row of the table whose launch command "
-                                                                           "emit returns")))
 
 
 _CompareWorkload = _model("CompareWorkloadIn", Checked, (opts.STATIC, opts.ESTIMATE, opts.LENGTHS), (),

@@ -21,6 +21,9 @@ import numpy as np
 
 from ..deploy import offload, prefix, speculative
 from ..step.contract import add_work, uniform
+from ..step.offload import with_host_reads
+from ..step.speculative import draft_cost, draft_prefill_cost, draft_step_model, verify_load, with_verify_host
+from .occupancy import kv_per_decoder
 
 
 class Features:
@@ -57,12 +60,12 @@ class Features:
         """``decode`` sequences at ``context``: one token each, or the verify pass of k + 1."""
         if self.spec is None:
             return uniform(m, decode=decode, context=context)
-        return speculative.verify_load(m, decode, context, self.k)
+        return verify_load(m, decode, context, self.k)
 
     # -- the step ----------------------------------------------------------------------------------
     def draft_sm(self, max_tokens: int):
         if self._draft_sm is None:
-            self._draft_sm = self.drafter.step_model(max_tokens)
+            self._draft_sm = draft_step_model(self.drafter, max_tokens)
         return self._draft_sm
 
     def finish(self, sm, cost, decode, draft_decodes=None, draft_prompts=None):
@@ -71,21 +74,20 @@ class Features:
         host-tier reads added."""
         dec = np.asarray(decode, dtype=float)
         if self.spec is not None:
-            cost = speculative.with_verify_host(self.dep, cost, dec, self.k)
+            cost = with_verify_host(self.dep, cost, dec, self.k)
             dr = self.drafter
             if dr.model is not None:
                 dsm = self.draft_sm(sm.max_tokens)
                 if draft_decodes is not None and np.any(dec > 0):
-                    cost = add_work(cost, dr.cost(dsm.price, draft_decodes, dec, draft_prompts))
+                    cost = add_work(cost, draft_cost(dr, dsm.price, draft_decodes, dec, draft_prompts))
                 elif draft_prompts is not None:
-                    cost = add_work(cost, dr.prefill_cost(dsm.price, draft_prompts))
+                    cost = add_work(cost, draft_prefill_cost(dr, dsm.price, draft_prompts))
         if self.tier is not None and np.any(dec > 0):
-            cost = offload.with_host_reads(cost, self.tier, self.host_bytes(dec))
+            cost = with_host_reads(cost, self.tier, self.host_bytes(dec))
         return cost
 
     def host_bytes(self, decode):
         """max(H(D) − K, 0): KV bytes per GPU in the host tier at D = ``decode``."""
-        from .steady_state import kv_per_decoder
         if self._kv is None:
             self._kv = kv_per_decoder(self.dep, self.mix, self.rt, self.decode_only)
         per, capacity = self._kv

@@ -7,7 +7,7 @@ sum to 1, by request count):
 
 - fixed lengths: one class;
 - a distribution spec (``normal:MEAN:STD``, ``uniform:LO:HI``, ``exponential[:MEAN]``, as the simulator
-  draws them, sim/requests.py) or a trace: the requests' (I, O) pairs grouped into ``classes`` equal-count
+  draws them, workloads/requests.py) or a trace: the requests' (I, O) pairs grouped into ``classes`` equal-count
   classes by O (then I), each class at its members' mean lengths. A distribution is represented by
   ``sample`` draws with a fixed seed, so the same spec always gives the same mix;
 - a dataset profile (data/datasets.yaml: ShareGPT as vLLM's benchmark filters it, MLPerf sets, ...): its
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base.datafiles import data_yaml
+from .requests import draw_lengths, read_trace
 
 SAMPLE = 20_000  # draws that represent a distribution spec
 CLASSES = 16     # length classes a distribution or trace is grouped into
@@ -73,10 +74,9 @@ def from_pairs(inputs, outputs, label: str, classes: int = CLASSES) -> Mix:
 
 def from_spec(input_len: int, output_len: int, input_dist: str | None, output_dist: str | None,
               seed: int = 0) -> Mix:
-    """The mix of a distribution spec, drawn as the simulator draws it (sim/requests.draw_lengths)."""
+    """The mix of a distribution spec, drawn as the simulator draws it (requests.draw_lengths)."""
     if not input_dist and not output_dist:
         return fixed(input_len, output_len)
-    from ..sim.requests import draw_lengths  # the one implementation of the specs
     rng = np.random.default_rng(seed)
     ins = draw_lengths(input_dist, input_len, SAMPLE, rng, "input")
     outs = np.maximum(draw_lengths(output_dist, output_len, SAMPLE, rng, "output"), 2)
@@ -126,17 +126,19 @@ def describe(mix: Mix) -> str:
 
 
 def from_trace(path) -> Mix:
-    """The length classes of a trace file's requests (sim/requests.read_trace: CSV or JSONL)."""
-    from ..sim.requests import read_trace
+    """The length classes of a trace file's requests (requests.read_trace: CSV or JSONL)."""
     reqs = read_trace(path)
     return from_pairs([r.input_len for r in reqs], [r.output_len for r in reqs], f"trace {path}")
 
 
+#: the options that make lengths other than fixed (declared as faces/options.LENGTHS)
+LENGTH_OPTIONS = ("input_dist", "output_dist", "trace", "dataset")
+
+
 def from_options(values: dict) -> Mix | None:
-    """The Mix of parsed option values (options.LENGTHS beside input_len/output_len), or None for fixed
-    lengths."""
-    from ..faces.options import LENGTHS, any_given
-    if not any_given(values, LENGTHS):
+    """The Mix of parsed option values (``LENGTH_OPTIONS`` beside input_len/output_len: faces/options.LENGTHS
+    declares them), or None for fixed lengths."""
+    if not any(values.get(name) for name in LENGTH_OPTIONS):
         return None
     trace = values.get("trace")
     if trace is not None and not Path(trace).is_file():

@@ -34,12 +34,16 @@ import numpy as np
 
 from ..deploy.deployment import Deployment, make_deployment
 from ..pricing.energy import dollars_per_second, per_million, power_w
-from ..step.explain import band, phase
+from ..deploy.bands import error_bands
+from ..step.explain import phase
 from ..deploy.engine_rules import trtllm_bench_limits
-from ..deploy.runtime import profile_of
+from ..deploy.runtime import offline_runtime, profile_of
 from ..step.table import StepModel
 from . import steady_state
 from .lengths import Mix, describe
+from ..deploy.prefix import cached_tokens
+from ..step.contract import uniform
+from ..deploy.offload import tier_of
 
 #: step-time table points for the sweep (interpolated; < 0.5% from the exact table, see tests)
 MAX_THROUGHPUT_GRID = 192
@@ -75,7 +79,8 @@ class MaxThroughput:
     engine_settings: str = ""  # the engine and its settings (runtime.Runtime.describe)
     max_num_seqs: int | None = None  # per attention group
     block_size: int = 16
-    error_band: float | None = None  # expected relative error of the throughput (calibration residuals)
+    error_band: float | None = None  # expected relative error of the throughput: error_bands["throughput"]
+    error_bands: dict = field(default_factory=dict)  # by figure (throughput, tpot): deploy/bands.py
     run_output_tok_s: float = 0.0  # over a run of num_requests: fill and drain included (finite_run)
     run_s: float = 0.0
     num_requests: int = 0
@@ -119,7 +124,6 @@ def finite_run(sm, rt, mix: Mix, d: float, t: float, n: float) -> float:
     c = float(steady_state.concurrency(d, mix, rt))
     if n <= c:
         budget = rt.token_budget * sm.dep.par.attention_groups
-        from ..deploy.prefix import cached_tokens
         new = mix.mean_input - float(np.dot(mix.weights, cached_tokens(rt, np.asarray(mix.inputs, dtype=float))))
         tokens = n * new
         steps = np.ceil(tokens / budget)
@@ -146,8 +150,6 @@ def _decode_token_s(sm, rt, decode, mix: Mix):
 def uniform_prompts(m, mix: Mix, tokens: float, rt=None):
     """A step that prefills ``tokens`` new prompt tokens in the mix's shares (after each class's cached
     prefix under ``rt``, prefix.py)."""
-    from ..deploy.prefix import cached_tokens
-    from ..step.contract import uniform
     cached = [float(cached_tokens(rt, i)) if rt is not None else 0.0 for i in mix.inputs]
     new = [i - c for i, c in zip(mix.inputs, cached)]
     mean_new = float(np.dot(mix.weights, new))
@@ -172,11 +174,10 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
             raise ValueError(f"{name}={v} must be >= {low}")
     mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
     input_len, output_len = mix.mean_input, mix.mean_output
-    rt = bench_limits(dep, dep.offline_runtime(), mix)
+    rt = bench_limits(dep, offline_runtime(dep), mix)
     m, par = dep.model, dep.par
     groups = par.attention_groups
     caps, capacity, kv_seq = steady_state.caps(dep, mix, None, rt)
-    from ..deploy.offload import tier_of
     tier = tier_of(dep, rt)
     host = tier.capacity_bytes if tier is not None else 0.0
     seqs_kv = groups * (capacity + host) / kv_seq if kv_seq > 0 else np.inf
@@ -202,6 +203,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     dps = dollars_per_second(dep.gpu, dep.num_gpus)
     bound = phase(cost, "", i).bound
     run_s = finite_run(sm, rt, mix, best, float(t[i]), num_requests / reps)
+    bands = error_bands(dep, "max_throughput", None, bound)
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
         concurrency=float(steady_state.concurrency(best, mix, rt)), decode_batch=int(best),
@@ -214,7 +216,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
         usd_per_million_output_tokens=per_million(dps, out_tok_s), memory_fraction=rt.memory_fraction,
         engine_settings=rt.describe(), max_num_seqs=rt.max_num_seqs, block_size=rt.block_size,
-        error_band=band(dep, "max_throughput", "throughput", bound), lengths=describe(mix), notes=list(mix.notes),
+        error_band=bands.get("throughput"), error_bands=bands, lengths=describe(mix), notes=list(mix.notes),
         run_output_tok_s=num_requests * output_len / run_s, run_s=run_s, num_requests=num_requests,
         tokens_per_step=fx.tau, kv_host_capacity_bytes_per_gpu=host,
         kv_limit_concurrency_device=float(groups * capacity / kv_seq) if kv_seq > 0 else float("inf"),

@@ -36,7 +36,8 @@ W = N_r/X − Z − E2E is added to TTFT and E2E. Little's law, X·(E2E + Z) = N
 
 Percentiles are over the length classes (a fixed-length workload has one value); step-to-step and
 arrival variation is not modelled here: ``inferbound simulate`` gives the tails. Power per GPU:
-b·P(step) + (1 − b)·P_idle (energy.power_w).
+b·P(step) + (1 − b)·P_idle (energy.power_w). ``error_bands``: the calibration's serving bands per figure
+(deploy/bands.py), the ones the simulator's results carry.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..deploy.deployment import Deployment, make_deployment
+from ..deploy.bands import error_bands
 from ..pricing.energy import dollars_per_second, per_million, power_w
 from ..step.explain import phase
 from ..step.table import StepModel
@@ -93,6 +95,7 @@ class ServingEstimate:
     kv_capacity_bytes_per_gpu: float
     engine_settings: str
     notes: list = field(default_factory=list)
+    error_bands: dict = field(default_factory=dict)  # by figure (throughput, ttft, tpot, itl, e2e): deploy/bands.py
     percentiles: str = ("over the request length classes; step and arrival variation is not modelled "
                         "(inferbound simulate gives the tails)")
 
@@ -248,4 +251,4 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         limited_by=min(r.caps, key=r.caps.get) if capped else "none", bound=phase(point["cost"], "").bound,
         power_per_gpu_w=watts, joules_per_output_token=watts * dep.num_gpus / out_tok_s,
         usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_capacity_bytes_per_gpu=r.capacity,
-        engine_settings=dep.runtime.describe(), notes=notes)
+        engine_settings=dep.runtime.describe(), notes=notes, error_bands=error_bands(dep, "serving"))

@@ -28,12 +28,20 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..step import contract as step
+from ..base.caches import cache
+from ..deploy import offload, prefix
 from ..deploy.config import Dtypes, Parallelism
 from ..deploy.deployment import Deployment, make_deployment
+from ..deploy.memory import MemoryReport, max_batch, memory_report, sequence_kv_bytes
+from ..deploy.speculative import drafter_of
 from ..pricing.energy import energy_summary, step_power_w
+from ..step import contract as step
 from ..step.explain import Phase, error_bands, phase
-from ..deploy.memory import MemoryReport, max_batch, memory_report
+from ..step.offload import with_host_reads
+from ..step.speculative import crossover_batch, draft_prefill_cost, step_cost as spec_step_cost
+
+#: the decode batch whose weight matmuls turn compute-bound, one figure per deployment
+_GEMM_BOUND_BATCH = cache("decode GEMM compute-bound batch", 1024)
 
 
 @dataclass
@@ -80,12 +88,10 @@ class Estimate:
     @cached_property
     def decode_gemm_compute_bound_batch(self) -> int | None:
         """Smallest decode batch whose weight matmuls are mostly compute (GEMMs do not see the context,
-        so one figure per deployment, kept on it)."""
+        so one figure per deployment, kept per deployment)."""
         dep = self.deployment
-        if "_gemm_compute_bound_batch" not in dep.__dict__:
-            dep.__dict__["_gemm_compute_bound_batch"] = compute_bound_batch(dep, self._mid_context, gemm_only=True,
-                                                                            first=self._extra_steps[1])
-        return dep.__dict__["_gemm_compute_bound_batch"]
+        return _GEMM_BOUND_BATCH.get_or(dep, lambda: compute_bound_batch(dep, self._mid_context, gemm_only=True,
+                                                                         first=self._extra_steps[1]))
 
     @cached_property
     def decode_without_kv_cache_s(self) -> float:
@@ -145,7 +151,6 @@ class Estimate:
     def speculative_crossover_batch(self) -> int | None:
         """Smallest batch at the mid context where speculative decoding stops raising tok/s (None: off, or
         it still helps at 4096)."""
-        from ..deploy.speculative import crossover_batch
         return crossover_batch(self.deployment, self._mid_context) if "speculative" in self.features else None
 
 
@@ -301,7 +306,6 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
 def _steps(dep: Deployment, batch: int, input_len: int, output_len: int, ctx=None):
     """(prefill StepCost, decode StepCosts over decode_contexts (``ctx``, if computed), τ, MemoryReport,
     feature figures) of a static batch under the deployment's engine features (module docstring)."""
-    from ..deploy import offload, prefix, speculative
     rt, m = dep.runtime, dep.model
     ctx = decode_contexts(input_len, output_len) if ctx is None else ctx
     cached = float(prefix.cached_tokens(rt, max(input_len, 1)))
@@ -311,22 +315,21 @@ def _steps(dep: Deployment, batch: int, input_len: int, output_len: int, ctx=Non
         features["prefix"] = {"cached_tokens": cached, "prefilled_tokens": max(input_len, 1) - cached}
     else:
         pre = step.prefill(dep, batch, max(input_len, 1))
-    dec, tau = speculative.step_cost(dep, batch, ctx)
-    dr = speculative.drafter_of(dep)
+    dec, tau = spec_step_cost(dep, batch, ctx)
+    dr = drafter_of(dep)
     if dr is not None:
         if dr.model is not None:
             load = step.uniform(dr.model, prompts=batch, new=max(input_len, 1) - cached, past=cached)
-            pre = step.add_work(pre, dr.prefill_cost(lambda ld: step.price(dr.deployment, ld, "isolated"), load))
+            pre = step.add_work(pre, draft_prefill_cost(dr, lambda ld: step.price(dr.deployment, ld, "isolated"), load))
         features["speculative"] = {"method": dr.spec.method, "draft": dr.spec.draft_model, "k": dr.spec.k,
                                    "acceptance": dr.spec.acceptance, "tokens_per_step": tau,
                                    "step_ms": float(np.mean(dec.time)) * 1e3}
     mem = memory_report(dep, batch, input_len + output_len, step_tokens=batch * input_len)
     tier = offload.tier_of(dep)
     if tier is not None:
-        from ..deploy.memory import sequence_kv_bytes
         host = np.maximum(sequence_kv_bytes(dep, batch, ctx + 1) - mem.kv_capacity, 0.0)
         before = dec.time
-        dec = offload.with_host_reads(dec, tier, host)
+        dec = with_host_reads(dec, tier, host)
         features["kv_offload"] = {"tier": tier.describe(), "host_capacity_bytes_per_gpu": tier.capacity_bytes,
                                   "host_kv_bytes_per_gpu": float(np.max(host)),
                                   "added_ms_per_step": float(np.mean(dec.time - before)) * 1e3}

@@ -55,48 +55,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..deploy.memory import kv_bytes_per_gpu, sequence_kv_bytes
-from ..deploy.runtime import kv_capacity_bytes
+from ..pricing.energy import power_w
 from ..step.contract import StepLoad, uniform
 from .features import Features
-from .lengths import Mix, fixed
-
-
-def as_mix(input_len, output_len=None) -> Mix:
-    """A Mix from a Mix or from fixed lengths."""
-    return input_len if isinstance(input_len, Mix) else fixed(input_len, output_len)
-
-
-def mean_context(input_len: float, output_len: float) -> float:
-    """c̄ = I + (O − 2)/2: the mean cached tokens of a request's decode steps."""
-    return input_len + (output_len - 2) / 2
-
-
-def prompts_per_decode(mix: Mix | float) -> float:
-    """New prompts per decoding sequence per step: p = 1 / Σ w (O − 1) (fixed lengths: 1/(O − 1))."""
-    if not isinstance(mix, Mix):
-        return 1.0 / (mix - 1)
-    w, _, o = mix.arrays()
-    return 1.0 / float(np.dot(w, o - 1))
-
-
-def decode_shares(mix: Mix) -> np.ndarray:
-    """s_c: the share of decoding sequences in class c, ∝ w_c (O_c − 1)."""
-    w, _, o = mix.arrays()
-    x = w * (o - 1)
-    return x / x.sum()
-
-
-def concurrency(decode, mix: Mix | float, rt=None):
-    """Requests in flight, C = D·(1 + τ·p) (τ = 1 without speculative decoding)."""
-    tau = 1.0 if rt is None else _tau(rt)
-    return decode * (1 + tau * prompts_per_decode(mix))
-
-
-def _tau(rt) -> float:
-    from ..deploy.speculative import spec_of
-    s = spec_of(rt)
-    return 1.0 if s is None else s.tau
+from .lengths import Mix
+from .occupancy import (as_mix, concurrency, decode_shares, held_tokens, kv_per_decoder, kv_sequences,  # noqa: F401
+                        mean_context, prompts_per_decode)
 
 
 def load(m, decode, mix: Mix, decode_only: bool = False, fx: Features | None = None) -> StepLoad:
@@ -115,44 +79,6 @@ def load(m, decode, mix: Mix, decode_only: bool = False, fx: Features | None = N
             part = part + uniform(m, prompts=decode * p * w, new=n, past=c)
         total = part if total is None else total + part
     return total
-
-
-def held_tokens(input_len: float, output_len: float, reservation: str, block: int) -> float:
-    """KV tokens a sequence in flight holds against the capacity, rounded up to whole blocks."""
-    if reservation not in ("max", "current"):
-        raise ValueError(f"kv_reservation={reservation!r} unknown; allowed: max, current")
-    held = input_len + output_len if reservation == "max" else input_len + output_len / 2
-    return float(np.ceil(held / block) * block)
-
-
-def kv_per_decoder(dep, mix: Mix, rt, decode_only: bool = False) -> tuple[float, float]:
-    """(KV bytes on its GPU per decoding sequence, counting the prefilling ones that come with it;
-    the KV capacity bytes per GPU left for sequences: the engine's allocation less one copy of a shared
-    prefix per attention group). Speculative decoding adds k slots and the draft's KV per sequence
-    (memory.sequence_kv_bytes); a shared prefix is not held per sequence (prefix.py)."""
-    from ..deploy import prefix
-    groups = dep.par.attention_groups
-    p = 0.0 if decode_only else prompts_per_decode(mix) * _tau(rt)
-    shared = np.atleast_1d(prefix.shared_held_tokens(rt, np.asarray(mix.inputs, dtype=float)))
-    per = 0.0
-    for s, w, i, o, sh in zip(decode_shares(mix), mix.weights, mix.inputs, mix.outputs, shared):
-        held = held_tokens(i - sh, o, rt.reservation, rt.block_size)
-        per += (s + p * w) * float(sequence_kv_bytes(dep, 1, held, rt)) * groups
-    pool = prefix.pool_tokens(rt)
-    capacity = kv_capacity_bytes(dep, rt)
-    if pool:
-        capacity -= float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, groups, pool))
-    return per, capacity
-
-
-def kv_sequences(dep, input_len, output_len, rt) -> tuple[float, float, float]:
-    """(sequences in flight the replica's KV cache holds, KV capacity bytes per GPU, KV bytes per
-    sequence in flight on its GPU)."""
-    mix = as_mix(input_len, output_len)
-    per_decoder, capacity = kv_per_decoder(dep, mix, rt)
-    kv_seq = per_decoder / (1 + prompts_per_decode(mix))
-    seqs = dep.par.attention_groups * capacity / kv_seq if kv_seq > 0 else np.inf
-    return seqs, capacity, kv_seq
 
 
 def caps(dep, input_len, output_len, rt, decode_only: bool = False, whole: bool = True) -> tuple[dict, float, float]:
@@ -182,7 +108,6 @@ def prompt_steps(sm, decode, context, chunk, prompt: float, cached: float = 0.0,
     """(seconds, joules per GPU) of the steps that carry one prompt of ``prompt`` new tokens after ``cached``
     ones in chunks of ``chunk`` beside ``decode`` decodes at ``context`` (arrays over D; module
     docstring); ``fx``: the runtime's features (verify passes, drafts, host reads)."""
-    from ..pricing.energy import power_w
     dec = np.asarray(decode, dtype=float)
     rest = np.full(np.broadcast(dec, chunk).shape, float(prompt))
     past = np.full_like(rest, float(cached))

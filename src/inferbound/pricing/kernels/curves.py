@@ -24,6 +24,7 @@ from functools import lru_cache
 from importlib import resources
 
 from inferbound.base.datafiles import load_yaml
+from inferbound.hardware import get_gpu
 
 CLASSES = ("gemm", "moe", "attention_prefill", "attention_decode", "mla_prefill", "mla_decode")
 #: dtype -> which compute_ratio entry scales its plateau (the catalog peak the kernel runs at)
@@ -166,7 +167,6 @@ def _int_keys(coll: dict) -> dict:
 
 
 def _catalog(gpu_id: str):
-    from inferbound.hardware import get_gpu   # the catalog, imported late: it is heavier than this module
 
     g = get_gpu(gpu_id)
     return {k: float(v) for k, v in g.peak_flops.items() if v}, float(g.hbm_bw)

@@ -11,8 +11,8 @@
   const FEATURES = ["speculative", "spec_tokens", "acceptance", "prefix_hit_rate", "kv_offload", "kv_offload_gb"];
   const DEFAULTS = {
     model: "llama-3.1-8b", gpu: "h100_sxm", num_gpus: "", tp: "", pp: "1", ep: "1", dp: "1",
-    weight_dtype: "bf16", act_dtype: "bf16", kv_dtype: "", scenario: "static", batch: "8", load: "rate", rate: "2",
-    concurrency: "16", think_time: "0", requests: "200", input_len: "1024", output_len: "256", input_dist: "",
+    weight_dtype: "bf16", act_dtype: "bf16", kv_dtype: "", scenario: "static", batch: "8", load: "rate", rate: "1",
+    concurrency: "16", think_time: "0", requests: "1000", input_len: "1024", output_len: "256", input_dist: "",
     output_dist: "", dataset: "", speculative: "", spec_tokens: "", acceptance: "", prefix_hit_rate: "",
     kv_offload: "", kv_offload_gb: "",
   };  // planner.js holds the frontier's and the comparison's own
@@ -289,7 +289,7 @@
     if (scenario === "max-throughput") calls.push(api("/api/estimate", {...dep, ...lengths, scenario}));
     if (scenario === "serving") calls.push(api("/api/estimate", {...dep, ...lengths, ...loadBody(), scenario}));
     if (scenario === "simulate") {
-      calls.push(api("/api/simulate", {...dep, ...lengths, ...loadBody(), requests: int("requests", 200)}));
+      calls.push(api("/api/simulate", {...dep, ...lengths, ...loadBody(), requests: int("requests", 1000)}));
       calls.push(api("/api/estimate", {...dep, ...lengths, ...loadBody(), scenario: "serving"}));  // its view
     }
     const res = await Promise.allSettled(calls);
