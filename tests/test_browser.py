@@ -218,7 +218,7 @@ def test_memory_and_time_split_follow_the_scenario(page, base_url):
     page.select_option("#scenario", "serving")
     sync_api.expect(page.locator("#mem-note")).to_contain_text("requests in service", timeout=30_000)
     settled(page)
-    serving = api(base_url, "/api/estimate", {**PAGE_70B, "scenario": "serving", "rate": 2, "input_len": 1024,
+    serving = api(base_url, "/api/estimate", {**PAGE_70B, "scenario": "serving", "rate": 1, "input_len": 1024,
                                               "output_len": 256})["view"]
     assert f"{serving['memory']['kv_cache'] / 1e9:.2f} GB" in kv.get_attribute("title")
     assert page.problems == []

@@ -33,7 +33,7 @@ is kept. Then, per (D, k),
 
     TPOT = t_d(D)    TTFT = t_p(k) + t_p(k) + KV transfer    (a prefill step in flight, the prompt's own
                                                   step, then kv_bytes_per_gpu(Ī) over the link of
-                                                  sim/engine.py: NIC, else PCIe)
+                                                  sim/event_loop.py: NIC, else PCIe)
     tok/s = y·D/t_d  GPUs = (x + y)·G   watts = G·(y·P_d + x·(u·P_p + (1 − u)·P_idle)),
                                         u = y·R_d/(x·R_p) the prefill pool's busy share.
 

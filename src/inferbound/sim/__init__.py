@@ -1,10 +1,10 @@
 """Serving simulator: requests arrive, a vLLM-style scheduler batches them, the step-time model prices steps.
 
-Modules: ``requests`` (workloads and traces), ``blocks`` (paged KV pool), ``scheduler`` (one replica's
-continuous batching, chunked prefill, preemption), ``engine`` (event loop, replicas, disaggregated
-prefill/decode and KV transfer), ``ledger`` (what is recorded), ``metrics`` (summary), ``plot`` (PNG),
-``config`` (the engine runtime of the deployment: runtime.py, data/engines.yaml), ``sources`` (open- and
-closed-loop arrivals). The simulator only calls ``StepModel.step``.
+Modules: ``blocks`` (paged KV pool), ``scheduler`` (one replica's continuous batching, chunked prefill,
+preemption), ``event_loop`` (arrivals, replicas, disaggregated prefill/decode and KV transfer), ``ledger``
+(what is recorded), ``metrics`` (summary), ``plot`` (PNG), ``config`` (the engine runtime of the
+deployment: runtime.py, data/engines.yaml), ``sources`` (open- and closed-loop arrivals); requests and
+traces come from workloads/requests.py. The simulator only calls ``StepModel.step``.
 
     >>> from inferbound.sim import simulate
     >>> r = simulate(model="llama-3.1-8b", gpu="h100_sxm", rate=2, requests=50, input_len=256, output_len=64)
@@ -14,19 +14,22 @@ closed-loop arrivals). The simulator only calls ``StepModel.step``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from ..deploy.deployment import Deployment, make_deployment
+from ..base.datafiles import data_yaml
 from ..deploy.bands import band, error_bands as figure_bands
-from .config import engine_config, runtime_with
+from ..deploy.deployment import Deployment, make_deployment
+from ..deploy.prefix import active as prefix_active, request_prefix
+from ..workloads.lengths import from_dataset
+from ..workloads.requests import Request, poisson, read_trace
+from .config import runtime_with, sim_config
 from .event_loop import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
 from .metrics import request_table, summarize
-from ..workloads.requests import Request, poisson, read_trace
 from .sources import ClosedLoop
 
 __all__ = ["simulate", "SimResult", "Request", "poisson", "read_trace"]
@@ -101,7 +104,7 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
         input_len, output_len, input_dist, output_dist, notes = _dataset_lengths(dataset)
     rt = runtime_with(dep, block_size=block_size, token_budget=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                       memory_fraction=memory_fraction, preemption=preemption)
-    cfg = engine_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks, seed)
+    cfg = sim_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks, seed)
     for name, v in (("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms), ("slo_e2e_ms", slo_e2e_ms)):
         if v is not None and not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
             raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
@@ -127,30 +130,27 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
 def _with_prefixes(reqs: list[Request], rt) -> tuple[list[Request], list[str]]:
     """Requests with the shared prefix the runtime states (prefix.request_prefix: --prefix-hit-rate,
     --shared-prefix-len), where they name none of their own (a trace's prefix ids win)."""
-    from dataclasses import replace
-
-    from ..deploy import prefix
     named = any(r.prefix_id >= 0 for r in reqs)
     if named and not rt.prefix_caching:
         return reqs, [f"the trace names shared prefixes but {rt.label} runs without prefix caching: no hits"]
-    if named or not prefix.active(rt):
+    if named or not prefix_active(rt):
         return reqs, []
     out = []
     for r in reqs:
-        pid, plen = prefix.request_prefix(rt, r.input_len)
+        pid, plen = request_prefix(rt, r.input_len)
         out.append(replace(r, prefix_id=pid, prefix_len=plen) if plen > 0 else r)
     return out, []
 
 
 def _feature_summary(run: Run, cfg) -> dict:
     """The features' own figures: prompt tokens found in the prefix cache, tokens per verify pass."""
-    L = run.ledger
-    hit, computed = float(sum(L.hit_tokens)), float(sum(L.computed_tokens))
+    ledger = run.ledger
+    hit, computed = float(sum(ledger.hit_tokens)), float(sum(ledger.computed_tokens))
     out = {"prefix_caching": cfg.prefix_caching,
            "prefix_hit_rate": hit / (hit + computed) if cfg.prefix_caching and hit + computed > 0 else None}
     if cfg.spec is not None:
         out.update(speculative=cfg.spec.describe(), spec_tokens=cfg.spec.k, acceptance=cfg.spec.acceptance,
-                   tokens_per_step=L.verify_tokens / L.verify_passes if L.verify_passes else None)
+                   tokens_per_step=ledger.verify_tokens / ledger.verify_passes if ledger.verify_passes else None)
     if cfg.device_blocks is not None:
         out.update(kv_device_blocks=cfg.device_blocks, kv_host_blocks=cfg.num_blocks - cfg.device_blocks)
     return out
@@ -158,8 +158,6 @@ def _feature_summary(run: Run, cfg) -> dict:
 
 def _dataset_lengths(name: str):
     """(input_len, output_len, input_dist, output_dist, notes) of a dataset profile (workloads/lengths.py)."""
-    from ..base.datafiles import data_yaml
-    from ..workloads.lengths import from_dataset
     mix = from_dataset(name)  # its errors name the field
     p = data_yaml("datasets.yaml")["datasets"][name]
     i, o = int(round(mix.mean_input)), int(round(mix.mean_output))

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from ..deploy.deployment import Deployment
 from ..deploy.memory import kv_bytes_per_gpu
+from ..deploy.offload import tier_of
 from ..deploy.runtime import Runtime, kv_capacity_bytes
+from ..deploy.speculative import drafter_of
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -30,7 +32,6 @@ def blocks_for(tokens: int, block_size: int) -> int:
 def block_bytes_per_gpu(dep: Deployment, block_size: int, rt: Runtime | None = None) -> float:
     """Bytes one block (block_size tokens of one sequence, all layers counted full) takes on its GPU, the
     draft's KV of those tokens included under speculative decoding."""
-    from ..deploy.speculative import drafter_of
     b = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, dep.par.attention_groups, block_size))
     dr = drafter_of(dep, rt or dep.runtime)
     if dr is not None and dr.model is not None:
@@ -40,7 +41,6 @@ def block_bytes_per_gpu(dep: Deployment, block_size: int, rt: Runtime | None = N
 
 def host_blocks(dep: Deployment, rt: Runtime) -> int:
     """Blocks of one replica's host KV tier (0 without kv_offload=host)."""
-    from ..deploy.offload import tier_of
     tier = tier_of(dep, rt)
     if tier is None:
         return 0
@@ -58,7 +58,8 @@ def kv_capacity_blocks(dep: Deployment, rt: Runtime) -> int:
 
 
 class BlockManager:
-    """Counts free blocks of one replica's pool (which physical block is which does not matter here)."""
+    """Counts free blocks of one replica's pool (which physical block is which does not matter here). Every
+    change of the count goes through :meth:`allocate` and :meth:`release`; ``free`` is read directly."""
 
     __slots__ = ("num_blocks", "block_size", "free")
 
@@ -72,11 +73,17 @@ class BlockManager:
         self.free = self.num_blocks
 
     def allocate(self, n: int) -> None:
+        """Take ``n`` free blocks (RuntimeError when fewer are free)."""
         if n > self.free:
             raise RuntimeError(f"allocating {n} blocks with {self.free} free")
         self.free -= n
 
     def release(self, n: int) -> None:
+        """Return ``n`` blocks to the pool (RuntimeError when that is more than were taken)."""
         self.free += n
         if self.free > self.num_blocks:
             raise RuntimeError(f"released more blocks than allocated ({self.free} > {self.num_blocks})")
+
+    def used(self) -> int:
+        """Blocks taken (by sequences and by the prefix cache)."""
+        return self.num_blocks - self.free

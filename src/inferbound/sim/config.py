@@ -8,9 +8,11 @@ attention-DP replica schedules and caches its own sequences; the step model pric
 from __future__ import annotations
 
 from ..deploy.deployment import Deployment
+from ..deploy.offload import defaults as offload_defaults
 from ..deploy.runtime import Runtime, resolve
+from ..deploy.speculative import spec_of
 from .blocks import host_blocks, kv_capacity_blocks
-from .event_loop import PREEMPTION, EngineConfig
+from .event_loop import PREEMPTION, SimConfig
 
 
 def _int(name: str, value, low: int) -> int:
@@ -27,8 +29,8 @@ def runtime_with(dep: Deployment, **overrides) -> Runtime:
     return resolve(dep, dep.engine, **{**dict(dep.engine_options), **given})
 
 
-def engine_config(dep: Deployment, rt: Runtime | None = None, replicas=None, prefill_replicas=0, decode_replicas=0,
-                  num_blocks=None, seed: int = 0) -> EngineConfig:
+def sim_config(dep: Deployment, rt: Runtime | None = None, replicas=None, prefill_replicas=0, decode_replicas=0,
+               num_blocks=None, seed: int = 0) -> SimConfig:
     """Size and validate the simulated replicas (one-line errors).
 
     ``replicas`` defaults to the deployment's data-parallel copies (``par.replicas``). Disaggregated
@@ -54,13 +56,11 @@ def engine_config(dep: Deployment, rt: Runtime | None = None, replicas=None, pre
     if px and replicas not in (None, 1):
         raise ValueError(f"replicas={replicas} is for aggregated mode; with prefill/decode replicas leave it unset")
     blocks = kv_capacity_blocks(dep, rt) if num_blocks is None else _int("num_blocks", num_blocks, 1)
-    from ..deploy.offload import defaults as offload_defaults
-    from ..deploy.speculative import spec_of
     host = host_blocks(dep, rt)
-    return EngineConfig(block_size=rt.block_size, max_num_batched_tokens=budget, max_num_seqs=seqs,
-                        num_blocks=blocks + host, preemption=pre, replicas=reps if not px else px + dx,
-                        prefill_replicas=px, decode_replicas=dx, reserve_full=rt.reservation == "max",
-                        chunked_prefill=rt.chunked_prefill, mixed_batches=rt.mixed_batches, engine=rt.describe(),
-                        spec=spec_of(rt), prefix_caching=bool(rt.prefix_caching),
-                        device_blocks=blocks if host else None,
-                        host_overlap=float(offload_defaults()["overlap"]["value"]), seed=int(seed))
+    return SimConfig(block_size=rt.block_size, max_num_batched_tokens=budget, max_num_seqs=seqs,
+                     num_blocks=blocks + host, preemption=pre, replicas=reps if not px else px + dx,
+                     prefill_replicas=px, decode_replicas=dx, reserve_full=rt.reservation == "max",
+                     chunked_prefill=rt.chunked_prefill, mixed_batches=rt.mixed_batches, engine=rt.describe(),
+                     spec=spec_of(rt), prefix_caching=bool(rt.prefix_caching),
+                     device_blocks=blocks if host else None,
+                     host_overlap=float(offload_defaults()["overlap"]["value"]), seed=int(seed))

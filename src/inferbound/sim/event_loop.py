@@ -9,17 +9,20 @@ closed loop (N clients, each sends its next request when its previous one comple
 optional think time: ``vllm bench serve --max-concurrency``, genai-perf's concurrency mode).
 
 Modes
-- aggregated: ``replicas`` identical engines; an arrival goes to the one with the fewest outstanding
+- aggregated: ``replicas`` identical replicas; an arrival goes to the one with the fewest outstanding
   requests (queued + running), lowest index on ties.
-- disaggregated (Splitwise / DistServe style): ``prefill_replicas`` engines run prompts only; the
+- disaggregated (Splitwise / DistServe style): ``prefill_replicas`` replicas run prompts only; the
   step that finishes a prompt emits the first token there, so TTFT is measured on the prefill side
   and excludes the transfer. The prompt's KV, kv_bytes_per_gpu(prompt) per GPU (each GPU sends its
   own shard in parallel), then crosses the link in  bytes / (bandwidth · efficiency) + latency,
-  and the request joins the least-loaded of ``decode_replicas`` engines. The transfer (and any wait
+  and the request joins the least-loaded of ``decode_replicas`` replicas. The transfer (and any wait
   there) therefore lands in the second token's gap, the first ITL. The prefill blocks are freed when
   the transfer completes. Link: the GPU's scale-out NIC (``topology.network_link``) when it has one,
   else PCIe (``topology.pcie_link``); transfers do not contend with each other. Both pools use the
   same deployment.
+
+Events (:class:`StepEnd`, :class:`KVArrival`) sit in one heap ordered by (time, push order), so
+events at the same instant apply in the order they were pushed.
 
 The time-average number of requests in the system (Little's L) is integrated here, event by event,
 independently of the per-request timestamps from which W is computed.
@@ -29,17 +32,20 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from ..deploy.deployment import Deployment
 from ..deploy.memory import kv_bytes_per_gpu
-from ..step.table import StepModel
+from ..deploy.offload import host_link
+from ..deploy.speculative import drafter_for
 from ..deploy.topology import Link, network_link, pcie_link
+from ..step.speculative import draft_step_model
+from ..step.table import StepModel
+from ..workloads.requests import Request
 from .blocks import BlockManager, block_bytes_per_gpu
 from .ledger import Ledger
-from ..workloads.requests import Request
 from .scheduler import Replica
 from .sources import OpenLoop, Source
 
@@ -47,7 +53,10 @@ PREEMPTION = ("recompute", "swap")
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class SimConfig:
+    """What every simulated replica runs (config.sim_config builds it from the deployment's engine runtime):
+    the engine's scheduling figures, the replica counts, the engine features."""
+
     block_size: int
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -81,7 +90,7 @@ class Run:
 
     ledger: Ledger
     replicas: list[Replica]
-    config: EngineConfig
+    config: SimConfig
     gpus_per_replica: int
     start_s: float
     end_s: float
@@ -99,7 +108,7 @@ def transfer_seconds(dep: Deployment, link: Link, prompt_tokens: int) -> float:
     return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, prompt_tokens)) / link.effective_bw + link.latency
 
 
-def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
+def _check_fits(requests: list[Request], cfg: SimConfig) -> None:
     """Every request must fit one replica's pool alone, else it could never run (vLLM rejects it too)."""
     tokens = np.fromiter((r.input_len + r.output_len - 1 + cfg.spec_k for r in requests), dtype=np.int64,
                          count=len(requests))  # + the k drafted slots of speculative decoding
@@ -118,15 +127,31 @@ def _check_fits(requests: list[Request], cfg: EngineConfig) -> None:
                              f"chunked prefill")
 
 
-STEP_END, KV_ARRIVED = "step end", "kv arrived"  # heap event kinds
+class StepEnd(NamedTuple):
+    """A step of ``replica`` ends at ``t``: the ``finished`` requests leave the system; the ``handoffs``
+    of a prefill replica, (rid, blocks holding its prompt's KV), start their transfer to the decode side."""
+
+    t: float
+    seq: int  # push order: events at the same t apply in the order they were pushed
+    replica: Replica
+    finished: list[int]  # ledger indices
+    handoffs: list[tuple[int, int]]  # (rid, blocks)
 
 
-def replica_extras(dep: Deployment, cfg: EngineConfig, block_bytes: float) -> dict:
+class KVArrival(NamedTuple):
+    """Request ``rid``'s prompt KV, sent by the prefill ``replica``, reaches the decode side at ``t``: the
+    ``blocks`` it held there are freed and the request queues on a decode replica."""
+
+    t: float
+    seq: int  # push order, as in StepEnd
+    replica: Replica  # the prefill replica the KV left
+    rid: int  # ledger index
+    blocks: int  # blocks the KV held on the prefill replica
+
+
+def replica_extras(dep: Deployment, cfg: SimConfig, block_bytes: float) -> dict:
     """What the scheduler needs for the engine features: the draft's step model (speculative.Drafter), the
     seconds to read one block from the host tier (offload.py)."""
-    from ..deploy.offload import host_link
-    from ..deploy.speculative import drafter_for
-    from ..step.speculative import draft_step_model
     out = {"drafter": drafter_for(dep, cfg.spec), "draft_sm": None, "host_s_per_block": 0.0}
     if out["drafter"] is not None and out["drafter"].model is not None:
         out["draft_sm"] = draft_step_model(out["drafter"], cfg.max_num_batched_tokens)
@@ -136,7 +161,7 @@ def replica_extras(dep: Deployment, cfg: EngineConfig, block_bytes: float) -> di
     return out
 
 
-def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
+def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
                  progress: Callable[[int, int], None] | None = None, source: Source | None = None) -> Run:
     """Run every request to completion; see the module docstring. ``source`` issues the arrivals
     (default: each request at its own arrival time, open loop)."""
@@ -144,93 +169,97 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: EngineConfig,
         raise ValueError(f"preemption={cfg.preemption!r} unknown; allowed: {', '.join(PREEMPTION)}")
     _check_fits(requests, cfg)
     source = source or OpenLoop()
-    order = source.order(requests)
-    L = Ledger(order)
-    source.start(L)
-    sm = StepModel(dep, cfg.max_num_batched_tokens)
-    block_b = block_bytes_per_gpu(dep, cfg.block_size)
-    swap_s = block_b / pcie_link(dep.gpu).effective_bw if cfg.preemption == "swap" else 0.0
-    extras = replica_extras(dep, cfg, block_b)
+    ledger = Ledger(source.order(requests))
+    source.start(ledger)
+    step_model = StepModel(dep, cfg.max_num_batched_tokens)
+    block_bytes = block_bytes_per_gpu(dep, cfg.block_size)
+    swap_s = block_bytes / pcie_link(dep.gpu).effective_bw if cfg.preemption == "swap" else 0.0
+    extras = replica_extras(dep, cfg, block_bytes)
 
-    def make(i: int, role: str) -> Replica:
-        return Replica(i, sm, BlockManager(cfg.num_blocks, cfg.block_size), L, cfg, swap_s, role, extras)
+    def make_replica(i: int, role: str) -> Replica:
+        return Replica(i, step_model, BlockManager(cfg.num_blocks, cfg.block_size), ledger, cfg, swap_s, role,
+                       extras)
 
     if cfg.disaggregated:
-        front = [make(i, "prefill") for i in range(cfg.prefill_replicas)]
-        back = [make(cfg.prefill_replicas + i, "decode") for i in range(cfg.decode_replicas)]
+        front = [make_replica(i, "prefill") for i in range(cfg.prefill_replicas)]
+        back = [make_replica(cfg.prefill_replicas + i, "decode") for i in range(cfg.decode_replicas)]
         link = kv_link(dep)
     else:
-        front = back = [make(i, "both") for i in range(cfg.replicas)]
+        front = back = [make_replica(i, "both") for i in range(cfg.replicas)]
         link = None
-    reps = front if front is back else front + back
+    replicas = front if front is back else front + back
     transfers: list[float] = []
 
     def least_loaded(pool: list[Replica]) -> Replica:
         return pool[0] if len(pool) == 1 else min(pool, key=lambda r: r.outstanding)
 
-    n = len(L)
-    heap: list = []
-    seq = 0
+    n_requests = len(ledger)
+    heap: list[StepEnd | KVArrival] = []
+    seq = 0  # events pushed so far
     done = in_sys = 0
     area = 0.0
     t_last = start = source.next_time()
-    tick = max(1, n // 200)
-    touched: list[Replica] = []
-    nxt = source.next_time()  # only pops and finished requests change it
+    tick = max(1, n_requests // 200)
+    touched: list[Replica] = []  # replicas an event may have given work, planned once the instant is applied
+    next_arrival = source.next_time()  # only pops and finished requests change it
     pop, push = heapq.heappop, heapq.heappush
+    event_of = tuple.__new__  # event_of(StepEnd, fields) is StepEnd(*fields), without its Python-level __new__
     while True:
-        t = nxt
-        if heap and heap[0][0] <= t:
-            t = heap[0][0]
+        t = next_arrival
+        if heap and heap[0].t <= t:
+            t = heap[0].t
         if t == math.inf:
             break
         area += in_sys * (t - t_last)
         t_last = t
-        while heap and heap[0][0] <= t:
-            _, _, kind, rep, a, b = pop(heap)
-            if kind is STEP_END:  # a = finished rids, b = handoffs
+        while heap and heap[0].t <= t:
+            event = pop(heap)
+            if type(event) is StepEnd:
+                _, _, rep, finished, handoffs = event
                 rep.busy = False
-                if a:
-                    rep.outstanding -= len(a)
-                    in_sys -= len(a)
-                    done += len(a)
-                    for rid in a:
+                if finished:
+                    rep.outstanding -= len(finished)
+                    in_sys -= len(finished)
+                    done += len(finished)
+                    for rid in finished:
                         source.finished(rid, t)
-                    nxt = source.next_time()
-                    if progress and done // tick != (done - len(a)) // tick:
-                        progress(done, n)
-                if b:
-                    rep.outstanding -= len(b)
-                    for rid, blocks in b:
-                        dt = transfer_seconds(dep, link, L.prompt[rid])
+                    next_arrival = source.next_time()
+                    if progress and done // tick != (done - len(finished)) // tick:
+                        progress(done, n_requests)
+                if handoffs:
+                    rep.outstanding -= len(handoffs)
+                    for rid, blocks in handoffs:
+                        dt = transfer_seconds(dep, link, ledger.prompt[rid])
                         transfers.append(dt)
                         seq += 1
-                        push(heap, (t + dt, seq, KV_ARRIVED, rep, rid, blocks))
-            else:  # KV_ARRIVED: free the prefill copy, queue on a decode replica
-                rep.pool.release(b)
+                        push(heap, event_of(KVArrival, (t + dt, seq, rep, rid, blocks)))
+            else:  # KVArrival: free the prefill copy, queue on a decode replica
+                _, _, rep, rid, blocks = event
+                rep.pool.release(blocks)
                 dst = least_loaded(back)
-                dst.waiting.append(a)
+                dst.waiting.append(rid)
                 dst.outstanding += 1
                 touched.append(dst)
             touched.append(rep)
-        while nxt <= t:
+        while next_arrival <= t:
             dst = least_loaded(front)
             dst.waiting.append(source.pop())
             dst.outstanding += 1
             touched.append(dst)
             in_sys += 1
-            nxt = source.next_time()
+            next_arrival = source.next_time()
         for rep in touched:
             if not rep.busy:
-                out = rep.start_step(t)
-                if out is not None:
+                step = rep.start_step(t)
+                if step is not None:
                     rep.busy = True
                     seq += 1
-                    push(heap, (out[0], seq, STEP_END, rep, out[1], out[2]))
+                    end, finished, handoffs = step
+                    push(heap, event_of(StepEnd, (end, seq, rep, finished, handoffs)))
         touched.clear()
     if progress:
-        progress(done, n)
-    lost = n - done
+        progress(done, n_requests)
+    lost = n_requests - done
     if lost or in_sys:
-        raise RuntimeError(f"simulator lost {lost} of {n} requests (in system: {in_sys})")
-    return Run(L, reps, cfg, dep.par.replica_gpus, start, t_last, area, link, transfers)
+        raise RuntimeError(f"simulator lost {lost} of {n_requests} requests (in system: {in_sys})")
+    return Run(ledger, replicas, cfg, dep.par.replica_gpus, start, t_last, area, link, transfers)

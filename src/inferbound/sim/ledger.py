@@ -4,8 +4,8 @@ Per request (index = position in arrival order): arrival, prompt and output leng
 so far, tokens cached while it is off the GPU (swapped out or in flight between replicas), blocks
 parked in host memory, time of its last token, first admission (queue exit), first token, finish,
 preemption count, its shared prefix (id, length) and the prompt tokens its admissions found cached.
-Speculative decoding: the verify passes run and the tokens they yielded (their ratio is the measured τ). Scalar state lives in Python lists (fast single-element access); the summary turns
-them into numpy arrays.
+Speculative decoding: the verify passes run and the tokens they yielded (their ratio is the measured τ).
+Scalar state lives in Python lists (fast single-element access); the summary turns them into numpy arrays.
 
 Per-token gaps (ITL samples): every token after the first adds (its time − the previous token's time),
 so percentiles over the gaps weight each generated token once. A sequence that also decoded in the

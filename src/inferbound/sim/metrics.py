@@ -38,23 +38,24 @@ def _stats(prefix: str, seconds: np.ndarray) -> dict:
     return {f"{prefix}_ms_mean": float(x.mean()), **{f"{prefix}_ms_p{p}": float(np.percentile(x, p)) for p in PCTS}}
 
 
-def _gap_stats(L) -> dict:
-    mean, pct = L.gap_stats(PCTS)
+def _gap_stats(ledger) -> dict:
+    mean, pct = ledger.gap_stats(PCTS)
     scale = (lambda v: None if v is None else v * 1e3)
     return {"itl_ms_mean": scale(mean), **{f"itl_ms_p{p}": scale(v) for p, v in zip(PCTS, pct)}}
 
 
 def request_table(run: Run) -> dict[str, np.ndarray]:
     """Per-request arrays in arrival order: id, arrival, input/output lengths, admit, first, finish, ..."""
-    L = run.ledger
-    arr = np.asarray(L.arrival, dtype=float)
-    first, finish = np.asarray(L.first_s, dtype=float), np.asarray(L.finish_s, dtype=float)
-    out = np.asarray(L.output, dtype=float)
+    ledger = run.ledger
+    arr = np.asarray(ledger.arrival, dtype=float)
+    first, finish = np.asarray(ledger.first_s, dtype=float), np.asarray(ledger.finish_s, dtype=float)
+    out = np.asarray(ledger.output, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(out > 1, (finish - first) / np.maximum(out - 1, 1), np.nan)
-    return {"id": np.asarray(L.ids), "arrival_s": arr, "input_len": np.asarray(L.prompt), "output_len": out.astype(int),
-            "admit_s": np.asarray(L.admit_s, dtype=float), "first_token_s": first, "finish_s": finish,
-            "ttft_s": first - arr, "tpot_s": tpot, "e2e_s": finish - arr, "preemptions": np.asarray(L.preempts)}
+    return {"id": np.asarray(ledger.ids), "arrival_s": arr, "input_len": np.asarray(ledger.prompt),
+            "output_len": out.astype(int), "admit_s": np.asarray(ledger.admit_s, dtype=float),
+            "first_token_s": first, "finish_s": finish, "ttft_s": first - arr, "tpot_s": tpot, "e2e_s": finish - arr,
+            "preemptions": np.asarray(ledger.preempts)}
 
 
 def goodput(req: dict, duration: float, ttft_ms=None, tpot_ms=None, e2e_ms=None) -> dict:
@@ -72,16 +73,16 @@ def goodput(req: dict, duration: float, ttft_ms=None, tpot_ms=None, e2e_ms=None)
 
 def summarize(run: Run, slo: dict | None = None) -> dict:
     """The flat summary dict (see module docstring)."""
-    L, cfg = run.ledger, run.config
+    ledger, cfg = run.ledger, run.config
     req = request_table(run)
-    n = len(L)
+    n = len(ledger)
     completed = int(np.isfinite(req["finish_s"]).sum())
     D = run.end_s - run.start_s
     out_tok, in_tok = float(req["output_len"].sum()), float(req["input_len"].sum())
     reps = run.replicas
     gpus = run.gpus_per_replica * len(reps)
-    s = L.sample_array()
-    dur, dec_tok, pre_tok = s[:, 1], s[:, 2], s[:, 3]
+    samples = ledger.sample_array()
+    dur, dec_tok, pre_tok = samples[:, 1], samples[:, 2], samples[:, 3]
     blocks_total = cfg.num_blocks
     busy_j = sum(r.energy_j_per_gpu for r in reps) * run.gpus_per_replica
     idle_s = sum(max(D - r.busy_s, 0.0) for r in reps)
@@ -104,23 +105,23 @@ def summarize(run: Run, slo: dict | None = None) -> dict:
         "num_gpus": gpus, "preemption": cfg.preemption, "preemptions": int(req["preemptions"].sum()),
         "block_size": cfg.block_size, "kv_blocks_per_replica": blocks_total,
         "max_num_batched_tokens": cfg.max_num_batched_tokens, "max_num_seqs": cfg.max_num_seqs,
-        "steps": int(s.shape[0]), "duration_s": D, "input_tokens": in_tok, "output_tokens": out_tok,
+        "steps": int(samples.shape[0]), "duration_s": D, "input_tokens": in_tok, "output_tokens": out_tok,
         "requests_per_s": n / D if D > 0 else None,
         "output_tok_s": out_tok / D if D > 0 else None,
         "total_tok_s": (out_tok + in_tok) / D if D > 0 else None,
         "output_tok_s_per_gpu": out_tok / D / gpus if D > 0 else None,
-        **_stats("ttft", req["ttft_s"]), **_gap_stats(L),
+        **_stats("ttft", req["ttft_s"]), **_gap_stats(ledger),
         **_stats("tpot", req["tpot_s"][np.isfinite(req["tpot_s"])]), **_stats("e2e", req["e2e_s"]),
         **_stats("queue", req["admit_s"] - req["arrival_s"]),
         **goodput(req, D, **(slo or {})),
         "little_L": L_avg, "little_lambda": lam, "little_W_s": W,
         "little_ratio": L_avg / (lam * W) if L_avg and lam and W else None,
         "mean_queue_length": float(np.sum(req["admit_s"] - req["arrival_s"])) / D if D > 0 else None,
-        "max_waiting": int(s[:, 4].max()) if s.size else 0,
-        "mean_running": float((s[:, 5] * dur).sum() / busy_total) if busy_total else 0.0,
-        "max_kv_blocks_used": int(s[:, 6].max()) if s.size else 0,
-        "max_kv_use": float(s[:, 6].max() / blocks_total) if s.size else 0.0,
-        "mean_kv_use": float((s[:, 6] * dur).sum() / busy_total / blocks_total) if busy_total else 0.0,
+        "max_waiting": int(samples[:, 4].max()) if samples.size else 0,
+        "mean_running": float((samples[:, 5] * dur).sum() / busy_total) if busy_total else 0.0,
+        "max_kv_blocks_used": int(samples[:, 6].max()) if samples.size else 0,
+        "max_kv_use": float(samples[:, 6].max() / blocks_total) if samples.size else 0.0,
+        "mean_kv_use": float((samples[:, 6] * dur).sum() / busy_total / blocks_total) if busy_total else 0.0,
         "energy_j": total_j, "busy_energy_j": busy_j, "idle_energy_j": idle_j,
         "joules_per_output_token": total_j / out_tok if out_tok else None,
         "output_tokens_per_joule": out_tok / total_j if total_j else None,

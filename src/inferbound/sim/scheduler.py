@@ -59,10 +59,31 @@ from .prefix import PrefixCache
 from .stepcost import StepPricer
 
 
+class StepPlan:
+    """A step while :meth:`Replica.start_step` plans it: the tokens of the budget still free, the seconds
+    of copies it carries (swaps), whether it preempted a sequence, and the prefill chunks scheduled so far:
+    ``chunks`` (cached tokens, new tokens) for the step model, ``sched`` (Prefilling, new tokens) to apply
+    at its end. A replica keeps one and resets it for each step (cheaper than a new object per step)."""
+
+    __slots__ = ("left", "extra_s", "preempted", "chunks", "sched")
+
+    def reset(self, budget: int) -> StepPlan:
+        """The plan of a new step with ``budget`` tokens: nothing scheduled yet."""
+        self.left = budget
+        self.extra_s = 0.0
+        self.preempted = False
+        self.chunks: list[tuple[int, int]] = []
+        self.sched: list[tuple[Prefilling, int]] = []
+        return self
+
+
 class Replica:
+    """One replica's scheduler (module docstring): its waiting queue, decoding batch, prefilling prompts
+    and block pool; the event loop calls :meth:`start_step` whenever the replica is idle and may have work."""
+
     def __init__(self, index: int, sm: StepModel, pool: BlockManager, ledger: Ledger, cfg,
                  swap_s_per_block: float, role: str = "both", extras: dict | None = None):
-        self.index, self.sm, self.pool, self.L = index, sm, pool, ledger
+        self.index, self.sm, self.pool, self.ledger = index, sm, pool, ledger
         self.budget, self.max_seqs, self.preemption, self.role = (cfg.max_num_batched_tokens, cfg.max_num_seqs,
                                                                   cfg.preemption, role)
         self.reserve_full, self.chunked, self.mixed = cfg.reserve_full, cfg.chunked_prefill, cfg.mixed_batches
@@ -79,9 +100,10 @@ class Replica:
         self.busy_s = 0.0
         self.energy_j_per_gpu = 0.0
         self.pricer = StepPricer(sm, cfg, extras)
-        self.k = cfg.spec_k  # drafted tokens per decode (0: no speculative decoding)
+        self.spec_k = cfg.spec_k  # drafted tokens per decode (0: no speculative decoding)
         self.cache = PrefixCache(pool, pool.block_size) if cfg.prefix_caching and role != "decode" else None
         self.device_blocks = cfg.device_blocks  # None: every block is on the GPU
+        self.plan = StepPlan()  # the step being planned (start_step)
 
     # -- blocks ------------------------------------------------------------------------------------
     def _room(self, n: int) -> bool:
@@ -94,17 +116,21 @@ class Replica:
         self.cache.reclaim(n - free)
         return n <= self.pool.free
 
-    def _admission(self, rid: int, c: int, total: int, k: int) -> tuple[int, int, int, int]:
-        """(cached tokens, prefix id, prefix depth, own blocks needed) of admitting ``rid`` with ``c`` cached
-        and ``k`` tokens scheduled: a request with no KV of its own reuses its resident prefix blocks."""
-        L, bs = self.L, self.pool.block_size
+    def _admission(self, rid: int, cached: int, total: int, tokens: int) -> tuple[int, int, int, int]:
+        """(cached tokens, prefix id, prefix depth, own blocks needed) of admitting ``rid`` with ``cached``
+        tokens in its KV and ``tokens`` scheduled: a request with no KV of its own reuses its resident
+        prefix blocks."""
+        ledger, bs = self.ledger, self.pool.block_size
         pid, depth = -1, 0
-        if self.cache is not None and c == 0 and L.prefix_id[rid] >= 0:
-            depth = self.cache.hit_blocks(L.prefix_id[rid], L.prefix_len[rid], total)
+        if self.cache is not None and cached == 0 and ledger.prefix_id[rid] >= 0:
+            depth = self.cache.hit_blocks(ledger.prefix_id[rid], ledger.prefix_len[rid], total)
             if depth:
-                pid, c = L.prefix_id[rid], depth * bs
-        end = (L.prompt[rid] + L.output[rid] - 1 + self.k) if self.reserve_full else min(c + k, total)
-        return c, pid, depth, blocks_for(end, bs) - depth
+                pid, cached = ledger.prefix_id[rid], depth * bs
+        if self.reserve_full:  # blocks for the prompt and every output token, taken at once
+            end = ledger.prompt[rid] + ledger.output[rid] - 1 + self.spec_k
+        else:
+            end = min(cached + tokens, total)
+        return cached, pid, depth, blocks_for(end, bs) - depth
 
     def _release_prefix(self, pid: int, depth: int, t: float) -> None:
         if self.cache is not None and pid >= 0:
@@ -114,62 +140,62 @@ class Replica:
         """Whether the first waiting request could be admitted now (prefill-first engines)."""
         if not self.waiting or self.dec.n + len(self.prefilling) >= self.max_seqs:
             return False
-        L, rid = self.L, self.waiting[0]
-        c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
-        c, _, _, need = self._admission(rid, c, total, self.budget)
-        k = min(total - c, self.budget)
-        if not self.chunked and k < total - c:
+        ledger, rid = self.ledger, self.waiting[0]
+        total = ledger.prompt[rid] + ledger.generated[rid]
+        cached, _, _, need = self._admission(rid, ledger.cached[rid], total, self.budget)
+        chunk = min(total - cached, self.budget)
+        if not self.chunked and chunk < total - cached:
             return False
         return need <= self.pool.free + (self.cache.evictable() if self.cache is not None else 0)
 
     # -- preemption --------------------------------------------------------------------------------
     def _newest(self):
         """('dec', column) or ('pre', index) of the most recently admitted running sequence."""
-        d = self.dec
-        j = int(np.argmax(d.admitted[:d.n])) if d.n else -1
-        if self.prefilling and (j < 0 or self.prefilling[-1].admitted > d.admitted[j]):
+        dec = self.dec
+        j = int(np.argmax(dec.admitted[:dec.n])) if dec.n else -1
+        if self.prefilling and (j < 0 or self.prefilling[-1].admitted > dec.admitted[j]):
             return "pre", len(self.prefilling) - 1
         return ("dec", j) if j >= 0 else (None, -1)
 
     def _evict(self, rid: int, cached: int, blocks: int, pid: int = -1, depth: int = 0) -> float:
         """Preempt ``rid`` holding ``cached`` tokens in ``blocks`` blocks (and ``depth`` blocks of prefix
         ``pid``); returns swap-out seconds (a swapped sequence comes back with all its blocks its own)."""
-        L = self.L
+        ledger = self.ledger
         self.pool.release(blocks)
         self._release_prefix(pid, depth, self.last_end)
-        L.preempts[rid] += 1
+        ledger.preempts[rid] += 1
         self.preemptions += 1
         self.waiting.appendleft(rid)
         if self.preemption == "swap":
-            L.cached[rid], L.host_blocks[rid] = cached, blocks + depth
+            ledger.cached[rid], ledger.host_blocks[rid] = cached, blocks + depth
             return (blocks + depth) * self.swap_s_per_block
-        L.cached[rid], L.host_blocks[rid] = 0, 0
+        ledger.cached[rid], ledger.host_blocks[rid] = 0, 0
         return 0.0
 
     def _evict_decoder(self, j: int) -> float:
-        d, L = self.dec, self.L
-        rid = int(d.rid[j])
-        L.generated[rid], L.last_s[rid] = int(d.generated[j]), d.last_of(j)
-        swap = self._evict(rid, int(d.cached[j]), int(d.blocks[j]), int(d.pid[j]), int(d.depth[j]))
-        d.remove(j)
+        dec, ledger = self.dec, self.ledger
+        rid = int(dec.rid[j])
+        ledger.generated[rid], ledger.last_s[rid] = int(dec.generated[j]), dec.last_of(j)
+        swap = self._evict(rid, int(dec.cached[j]), int(dec.blocks[j]), int(dec.pid[j]), int(dec.depth[j]))
+        dec.remove(j)
         return swap
 
     def _evict_prefilling(self, i: int) -> float:
-        e = self.prefilling.pop(i)
-        return self._evict(e.rid, e.cached, e.blocks, e.pid, e.depth)
+        entry = self.prefilling.pop(i)
+        return self._evict(entry.rid, entry.cached, entry.blocks, entry.pid, entry.depth)
 
     def _decode_need(self) -> tuple[np.ndarray, int]:
         """(blocks each decoding sequence must add for this step's C + k + 1 tokens beyond the H = blocks +
         depth it holds, their sum): max(⌈(C + k + 1)/bs⌉ − H, 0). Without drafts (k = 0) and with H·bs >= C
         (its blocks hold its cached tokens) that is 1 where C >= H·bs and 0 elsewhere: the mask is the need."""
-        d, n, bs = self.dec, self.dec.n, self.pool.block_size
-        if not self.k:
-            held = (d.blocks[:n] + d.depth[:n]) * bs if d.deep else d.blocks[:n] * bs  # (else every depth is 0)
-            need = d.cached[:n] >= held
+        dec, n, bs = self.dec, self.dec.n, self.pool.block_size
+        if not self.spec_k:
+            held = (dec.blocks[:n] + dec.depth[:n]) * bs if dec.deep else dec.blocks[:n] * bs  # (else depth 0)
+            need = dec.cached[:n] >= held
             return need, int(np.count_nonzero(need))
-        want = np.ceil((d.cached[:n] + (1 + self.k)) / bs)
-        want -= d.blocks[:n]
-        want -= d.depth[:n]
+        want = np.ceil((dec.cached[:n] + (1 + self.spec_k)) / bs)
+        want -= dec.blocks[:n]
+        want -= dec.depth[:n]
         need = np.maximum(want, 0.0, out=want)
         return need, int(np.add.reduce(need))
 
@@ -177,188 +203,224 @@ class Replica:
     def start_step(self, t: float):
         """Plan and apply a step starting at ``t``; returns (end, finished rids, handoffs) or None if idle.
 
-        ``handoffs``: (rid, blocks) of prefill-role requests whose first token is out and whose KV
-        (still in ``blocks`` blocks here) must move to a decode replica.
+        The three phases of the module docstring, in order: decodes, continued prefills, admissions (only
+        if nothing was preempted). ``handoffs``: (rid, blocks) of prefill-role requests whose first token
+        is out and whose KV (still in ``blocks`` blocks here) must move to a decode replica.
         """
-        d, L, pool, bs = self.dec, self.L, self.pool, self.pool.block_size
-        extra_s = 0.0
-        preempted = False
-        prefill_only = not self.mixed and (self.prefilling or self._admissible())
-        # (1) decodes (their blocks were taken at admission under reserve_full)
-        if d.n and not self.reserve_full and not prefill_only:
-            need, k = self._decode_need()
-            while k > pool.free and not self._room(k):
+        prefill_only = not self.mixed and bool(self.prefilling or self._admissible())  # no decodes this step
+        plan = self.plan.reset(self.budget)
+        if not prefill_only:
+            self._schedule_decodes(plan)
+        if self.prefilling:
+            self._continue_prefills(plan)
+        if self.waiting and not plan.preempted:
+            self._admit_waiting(plan, t)
+        n_dec = 0 if prefill_only else self.dec.n
+        if n_dec == 0 and not plan.chunks:
+            return self._decode_instead(t) if prefill_only and self.dec.n else None
+        return self._run(plan, t, n_dec)
+
+    def _schedule_decodes(self, plan: StepPlan) -> None:
+        """(1) Every decoding sequence takes k + 1 tokens of the budget (one without speculative decoding)
+        and the blocks they need, oldest first; while too few blocks are free, the most recently admitted
+        running sequence is preempted (it may be one asking). Under ``reserve_full`` the blocks were taken
+        at admission. (A prefill-only step skips this phase.)"""
+        dec, pool = self.dec, self.pool
+        if dec.n and not self.reserve_full:
+            need, n_blocks = self._decode_need()
+            while n_blocks > pool.free and not self._room(n_blocks):
                 kind, j = self._newest()
-                extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
-                preempted = True
-                need, k = self._decode_need()
-            if k:
-                pool.free -= k  # BlockManager.allocate, the room just checked
-                d.blocks[:d.n] += need
-        n_dec = 0 if prefill_only else d.n
-        left = self.budget - n_dec * (self.k + 1)
-        # (2) continuing prefills
-        chunks, sched = [], []
+                plan.extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
+                plan.preempted = True
+                need, n_blocks = self._decode_need()
+            if n_blocks:
+                pool.allocate(n_blocks)  # the room just checked
+                dec.blocks[:dec.n] += need
+        plan.left -= dec.n * (self.spec_k + 1)
+
+    def _continue_prefills(self, plan: StepPlan) -> None:
+        """(2) Partially prefilled sequences continue, oldest first, with min(K − C, budget left) tokens
+        each; when blocks run out the newest of those not yet scheduled is preempted, and the sequence
+        itself when that is not enough (those after it then wait for the next step)."""
+        prefilling, bs = self.prefilling, self.pool.block_size
+        left, chunks, sched = plan.left, plan.chunks, plan.sched
         i = 0
-        while self.prefilling and i < len(self.prefilling) and left > 0:
-            e = self.prefilling[i]
-            k = min(e.total - e.cached, left)
-            extra = max(blocks_for(e.cached + k, bs) - e.blocks - e.depth, 0)
-            while not self._room(extra) and len(self.prefilling) - 1 > i:
-                extra_s += self._evict_prefilling(len(self.prefilling) - 1)
-                preempted = True
+        while prefilling and i < len(prefilling) and left > 0:
+            entry = prefilling[i]
+            chunk = min(entry.total - entry.cached, left)
+            extra = max(blocks_for(entry.cached + chunk, bs) - entry.blocks - entry.depth, 0)
+            while not self._room(extra) and len(prefilling) - 1 > i:
+                plan.extra_s += self._evict_prefilling(len(prefilling) - 1)
+                plan.preempted = True
             if not self._room(extra):
-                extra_s += self._evict_prefilling(i)
-                preempted = True
+                plan.extra_s += self._evict_prefilling(i)
+                plan.preempted = True
                 break
-            pool.allocate(extra)
-            e.blocks += extra
-            chunks.append((e.cached, k))
-            sched.append((e, k))
-            left -= k
+            self.pool.allocate(extra)
+            entry.blocks += extra
+            chunks.append((entry.cached, chunk))
+            sched.append((entry, chunk))
+            left -= chunk
             i += 1
-        # (3) admissions
-        if not preempted:
-            while self.waiting and left > 0 and d.n + len(self.prefilling) < self.max_seqs:
-                rid = self.waiting[0]
-                c, total = L.cached[rid], L.prompt[rid] + L.generated[rid]
-                c, pid, depth, _ = self._admission(rid, c, total, left)
-                k = min(total - c, left)
-                if not self.chunked and k < total - c:
-                    break
-                _, _, _, need_b = self._admission(rid, L.cached[rid], total, k)
-                if self.cache is not None:
-                    self.cache.acquire(pid, depth, t)  # the hit's blocks are not evictable for our own room
-                if not self._room(need_b):
-                    self._release_prefix(pid, depth, t)
-                    break
-                self.waiting.popleft()
-                pool.allocate(need_b)
-                L.hit_tokens[rid] += c - L.cached[rid]
-                L.computed_tokens[rid] += total - c
-                if L.admit_s[rid] != L.admit_s[rid]:  # NaN: first admission
-                    L.admit_s[rid] = t
-                extra_s += L.host_blocks[rid] * self.swap_s_per_block
-                L.host_blocks[rid] = 0
-                self.admissions += 1
-                if c > 0 and total - c == 1 and not depth and L.generated[rid] > 0:  # resumed decode (swapped in,
-                    # or KV transferred here); a prefill evicted one token short of its prompt is not one
-                    d.add(c, L.generated[rid], L.output[rid], need_b, rid, self.admissions, L.last_s[rid])
-                else:
-                    e = Prefilling(rid, c, total, need_b, self.admissions, pid, depth)
-                    self.prefilling.append(e)
-                    chunks.append((c, k))
-                    sched.append((e, k))
-                left -= k
-        n_dec = 0 if prefill_only else d.n
-        if n_dec == 0 and not chunks:
-            if prefill_only and d.n:  # nothing could be admitted after all: decode instead
-                self.mixed = True
-                out = self.start_step(t)
-                self.mixed = False
-                return out
-            return None
+        plan.left = left
+
+    def _admit_waiting(self, plan: StepPlan, t: float) -> None:
+        """(3) Waiting requests are admitted first come, first served while the budget left,
+        ``max_num_seqs`` and free blocks allow; a prompt longer than the budget left is split (chunked
+        prefill, continued in (2) next step), or, without chunked prefill, waits. A request resumed with
+        only its next token to compute (swapped in, or its KV transferred here) joins the decodes."""
+        dec, ledger, pool = self.dec, self.ledger, self.pool
+        left, chunks, sched = plan.left, plan.chunks, plan.sched
+        while self.waiting and left > 0 and dec.n + len(self.prefilling) < self.max_seqs:
+            rid = self.waiting[0]
+            total = ledger.prompt[rid] + ledger.generated[rid]
+            cached, pid, depth, _ = self._admission(rid, ledger.cached[rid], total, left)
+            chunk = min(total - cached, left)
+            if not self.chunked and chunk < total - cached:
+                break
+            _, _, _, need_b = self._admission(rid, ledger.cached[rid], total, chunk)
+            if self.cache is not None:
+                self.cache.acquire(pid, depth, t)  # the hit's blocks are not evictable for our own room
+            if not self._room(need_b):
+                self._release_prefix(pid, depth, t)
+                break
+            self.waiting.popleft()
+            pool.allocate(need_b)
+            ledger.hit_tokens[rid] += cached - ledger.cached[rid]
+            ledger.computed_tokens[rid] += total - cached
+            if ledger.admit_s[rid] != ledger.admit_s[rid]:  # NaN: first admission
+                ledger.admit_s[rid] = t
+            plan.extra_s += ledger.host_blocks[rid] * self.swap_s_per_block
+            ledger.host_blocks[rid] = 0
+            self.admissions += 1
+            if cached > 0 and total - cached == 1 and not depth and ledger.generated[rid] > 0:  # resumed
+                # decode (swapped in, or KV transferred here); a prefill evicted one token short of its
+                # prompt is not one
+                dec.add(cached, ledger.generated[rid], ledger.output[rid], need_b, rid, self.admissions,
+                        ledger.last_s[rid])
+            else:
+                entry = Prefilling(rid, cached, total, need_b, self.admissions, pid, depth)
+                self.prefilling.append(entry)
+                chunks.append((cached, chunk))
+                sched.append((entry, chunk))
+            left -= chunk
+        plan.left = left
+
+    def _decode_instead(self, t: float):
+        """A prefill-only step that found nothing to prefill after all: plan the step again with decodes
+        (on a fresh plan: copy seconds of sequences the first attempt preempted are not carried over)."""
+        self.mixed = True
+        out = self.start_step(t)
+        self.mixed = False
+        return out
+
+    def _run(self, plan: StepPlan, t: float, n_dec: int):
+        """Price the planned step (``n_dec`` decodes and the plan's chunks), record it and apply its tokens;
+        returns (end, finished rids, handoffs)."""
+        dec, pool, ledger = self.dec, self.pool, self.ledger
         mode = "stream" if t == self.last_end else "isolated"
-        run_s, watts = self.pricer.price(d.cached[:n_dec], chunks, mode)
-        used = pool.num_blocks - pool.free
+        run_s, watts = self.pricer.price(dec.cached[:n_dec], plan.chunks, mode)
+        used = pool.used()
+        extra_s = plan.extra_s
         if self.device_blocks is not None:  # the host tier's blocks in use are read back (offload.py)
             in_use = used - (self.cache.evictable() if self.cache is not None else 0)
             extra_s += self.pricer.host_seconds(in_use - self.device_blocks, run_s)
         dur = run_s + extra_s
         end = t + dur
-        dec_tokens = n_dec * (self.k + 1) if self.k else n_dec
-        L.record_step(t, dur, dec_tokens, self.budget - left - dec_tokens, len(self.waiting),
-                      n_dec + len(self.prefilling), used, self.index, watts)
+        dec_tokens = n_dec * (self.spec_k + 1) if self.spec_k else n_dec
+        ledger.record_step(t, dur, dec_tokens, self.budget - plan.left - dec_tokens, len(self.waiting),
+                           n_dec + len(self.prefilling), used, self.index, watts)
         self.busy_s += dur
         self.energy_j_per_gpu += watts * run_s + self.idle_w * extra_s  # copies: GPU near idle
         self.last_end = end
         finished, handoffs = self._apply_decodes(t, end, n_dec), []
-        if sched:
-            self._apply_chunks(end, sched, finished, handoffs)
+        if plan.sched:
+            self._apply_chunks(end, plan.sched, finished, handoffs)
         return end, finished, handoffs
 
     def _apply_decodes(self, start: float, end: float, n: int) -> list[int]:
         """Advance the ``n`` decoding sequences (all of them: n = dec.n, or 0) by this step's tokens."""
         if not n:
             return []
-        d = self.dec
-        if self.k:
-            gained = np.minimum(self.pricer.produced(n), d.target[:n] - d.generated[:n])
+        dec, ledger = self.dec, self.ledger
+        if self.spec_k:
+            gained = np.minimum(self.pricer.produced(n), dec.target[:n] - dec.generated[:n])
         else:  # one token each: every decoding sequence has at least one to go (finished ones leave below)
             gained = 1.0
-        d.cg[:, :n] += gained  # cached and generated
-        if d.last_all == start:  # every one decoded in the step before (n = d.n: all of them decode)
-            self.L.record_equal_gaps(end - start, n)
+        dec.cg[:, :n] += gained  # cached and generated
+        if dec.last_all == start:  # every one decoded in the step before (n = dec.n: all of them decode)
+            ledger.record_equal_gaps(end - start, n)
         else:
-            self.L.record_gaps(end, d.lasts(), start)
-        if self.k:
+            ledger.record_gaps(end, dec.lasts(), start)
+        if self.spec_k:
             got = int(np.add.reduce(gained))  # whole numbers: exact
-            self.L.record_same_time(got - n)
-            self.L.verify_passes += n
-            self.L.verify_tokens += got
-        d.set_last(end)
-        if not self.k:  # each gained one token: none finished while the bound on what is left stays > 0
-            d.due -= 1.0
-            if d.due > 0:
+            ledger.record_same_time(got - n)
+            ledger.verify_passes += n
+            ledger.verify_tokens += got
+        dec.set_last(end)
+        if not self.spec_k:  # each gained one token: none finished while the bound on what is left stays > 0
+            dec.due -= 1.0
+            if dec.due > 0:
                 return []
-        fin = d.generated[:n] >= d.target[:n]
+        fin = dec.generated[:n] >= dec.target[:n]
         if not np.count_nonzero(fin):
-            d.due = d.to_go()
+            dec.due = dec.to_go()
             return []
-        rids = d.rid[:n][fin].tolist()
-        self.pool.release(int(np.add.reduce(d.blocks[:n][fin])))  # whole numbers: exact in any order
+        rids = dec.rid[:n][fin].tolist()
+        self.pool.release(int(np.add.reduce(dec.blocks[:n][fin])))  # whole numbers: exact in any order
         if self.cache is not None:
-            for pid, depth in zip(d.pid[:n][fin].tolist(), d.depth[:n][fin].tolist()):
+            for pid, depth in zip(dec.pid[:n][fin].tolist(), dec.depth[:n][fin].tolist()):
                 self._release_prefix(pid, depth, end)
-        d.keep(~fin)
-        d.due = d.to_go()
+        dec.keep(~fin)
+        dec.due = dec.to_go()
         for rid in rids:
-            self.L.generated[rid] = self.L.output[rid]
-            self.L.finish_s[rid] = end
+            ledger.generated[rid] = ledger.output[rid]
+            ledger.finish_s[rid] = end
         return rids
 
     def _apply_chunks(self, end: float, sched, finished: list[int], handoffs: list) -> None:
-        L = self.L
-        for e, k in sched:
-            e.cached += k
+        ledger = self.ledger
+        for entry, tokens in sched:
+            entry.cached += tokens
             if self.cache is not None:
-                self._fill_prefix(e, end)
-            if e.cached < e.total:
+                self._fill_prefix(entry, end)
+            if entry.cached < entry.total:
                 continue
-            rid = e.rid
-            self.prefilling.remove(e)
-            g = L.generated[rid] = L.generated[rid] + 1
+            rid = entry.rid
+            self.prefilling.remove(entry)
+            g = ledger.generated[rid] = ledger.generated[rid] + 1
             if g == 1:
-                L.first_s[rid] = end
+                ledger.first_s[rid] = end
             else:
-                L.record_gap(end - L.last_s[rid])
-            L.last_s[rid] = end
-            if g >= L.output[rid]:
-                L.finish_s[rid] = end
-                self.pool.release(e.blocks)
-                self._release_prefix(e.pid, e.depth, end)
+                ledger.record_gap(end - ledger.last_s[rid])
+            ledger.last_s[rid] = end
+            if g >= ledger.output[rid]:
+                ledger.finish_s[rid] = end
+                self.pool.release(entry.blocks)
+                self._release_prefix(entry.pid, entry.depth, end)
                 finished.append(rid)
             elif self.role == "prefill":
-                L.cached[rid] = e.cached
-                self._release_prefix(e.pid, e.depth, end)  # the decode replica gets the whole KV
-                handoffs.append((rid, e.blocks))
+                ledger.cached[rid] = entry.cached
+                self._release_prefix(entry.pid, entry.depth, end)  # the decode replica gets the whole KV
+                handoffs.append((rid, entry.blocks))
             else:
-                self.dec.add(e.cached, g, L.output[rid], e.blocks, rid, e.admitted, end, e.pid, e.depth)
+                self.dec.add(entry.cached, g, ledger.output[rid], entry.blocks, rid, entry.admitted, end,
+                             entry.pid, entry.depth)
 
-    def _fill_prefix(self, e: Prefilling, t: float) -> None:
-        """Once ``e`` has prefilled its prefix's whole blocks past what the cache holds, those blocks of
+    def _fill_prefix(self, entry: Prefilling, t: float) -> None:
+        """Once ``entry`` has prefilled its prefix's whole blocks past what the cache holds, those blocks of
         its own become the cache's (sim/prefix.py)."""
-        L, bs = self.L, self.pool.block_size
-        pid = L.prefix_id[e.rid]
-        if pid < 0 or e.pid not in (-1, pid):
+        ledger, bs = self.ledger, self.pool.block_size
+        pid = ledger.prefix_id[entry.rid]
+        if pid < 0 or entry.pid not in (-1, pid):
             return
-        target = min(L.prefix_len[e.rid], e.total - 1) // bs
+        target = min(ledger.prefix_len[entry.rid], entry.total - 1) // bs
         have = self.cache.blocks.get(pid, 0)
-        if target <= have or e.cached < target * bs or e.depth > have:
+        if target <= have or entry.cached < target * bs or entry.depth > have:
             return
         give = target - have
-        e.blocks -= give
+        entry.blocks -= give
         self.cache.give(pid, give, t)
-        self._release_prefix(e.pid, e.depth, t)
+        self._release_prefix(entry.pid, entry.depth, t)
         self.cache.acquire(pid, target, t)
-        e.pid, e.depth = pid, target
+        entry.pid, entry.depth = pid, target

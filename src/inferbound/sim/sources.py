@@ -26,7 +26,7 @@ class Source:
         return list(requests)
 
     def start(self, ledger: Ledger) -> None:
-        self.L = ledger
+        self.ledger = ledger
 
     def next_time(self) -> float:
         raise NotImplementedError
@@ -79,9 +79,9 @@ class ClosedLoop(Source):
         return heapq.heappop(self.pending)[1]
 
     def finished(self, rid: int, t: float) -> None:
-        if self.issued < len(self.L):
+        if self.issued < len(self.ledger):
             nxt = self.issued
             self.issued += 1
             when = t + self.think_s
-            self.L.arrival[nxt] = when
+            self.ledger.arrival[nxt] = when
             heapq.heappush(self.pending, (when, nxt))

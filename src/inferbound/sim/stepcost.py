@@ -22,7 +22,7 @@ from ..step.contract import of_sequences
 
 
 class StepPricer:
-    """The step price of one replica under the features of its EngineConfig (module docstring)."""
+    """The step price of one replica under the features of its SimConfig (module docstring)."""
 
     def __init__(self, sm, cfg, extras: dict | None = None):
         extras = extras or {}

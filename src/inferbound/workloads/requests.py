@@ -135,7 +135,7 @@ def _row(rec: dict, where: str) -> tuple:
 
 
 def read_trace(path: str | Path) -> list[Request]:
-    """Requests from a CSV (header row) or JSONL trace, ids in file order (the engine orders by arrival)."""
+    """Requests from a CSV (header row) or JSONL trace, ids in file order (the event loop orders by arrival)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"trace={str(path)!r} is not a file")
