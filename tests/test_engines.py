@@ -299,3 +299,15 @@ def test_simulator_refuses_a_prompt_past_an_unchunked_budget():
     dep = make_deployment(model="llama-3.1-8b", engine="vllm@0.6.3", engine_options={"token_budget": 2048})
     with pytest.raises(ValueError, match="input_len=3000 exceeds the token budget 2048"):
         simulate(dep, requests=3, input_len=3000, output_len=8)
+
+
+def test_no_preemption_needs_blocks_held_from_admission():
+    """vLLM grants KV blocks as a sequence grows (reservation current): with no preemption it would have no
+    way out when they run out, so the pair is refused in one line; with blocks held from admission
+    (TensorRT-LLM's GUARANTEED_NO_EVICT, reservation max) it is what that engine does."""
+    from inferbound import make_deployment
+    with pytest.raises(ValueError, match=r"^preemption='none' needs kv_reservation='max'.*allowed: kv_reservation=max"):
+        make_deployment(model="llama-3.1-8b", gpu="h100_sxm", engine="vllm", engine_options={"preemption": "none"})
+    dep = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", engine="vllm",
+                          engine_options={"preemption": "none", "reservation": "max"})
+    assert (dep.runtime.preemption, dep.runtime.reservation) == ("none", "max")

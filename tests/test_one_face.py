@@ -270,7 +270,7 @@ def test_preemption_list_is_what_the_engines_do():
     assert runtime.PREEMPTIONS == ("recompute", "swap", "none")
     assert ib.make_deployment(engine="sglang").runtime.preemption == "recompute"
     assert ib.make_deployment(engine="trtllm").runtime.preemption == "none"
-    r = runner.invoke(app, ["memory", "--preemption", "none", "--json"])
+    r = runner.invoke(app, ["memory", "--preemption", "none", "--kv-reservation", "max", "--json"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["memory", "--preemption", "retract"])
     assert r.exit_code == 2 and "recompute, swap, none" in r.stderr

@@ -138,6 +138,11 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     base = {k: (int(v) if k in checks else v) for k, v in given.items() if k not in FEATURES}
     feats, notes = _features(dep, rt, given)
     rt = replace(rt, **{**base, **feats}, overridden=tuple(sorted(given)), notes=rt.notes + notes)
+    if rt.preemption == "none" and rt.reservation == "current" and given.get("preemption") == "none":
+        # blocks granted as sequences grow run out under load, and an engine must then preempt someone
+        raise ValueError(f"preemption='none' needs kv_reservation='max' (blocks held from admission, as TensorRT-LLM's "
+                         f"GUARANTEED_NO_EVICT), but the reservation is 'current'; allowed: kv_reservation=max, or "
+                         f"preemption recompute or swap")
     if rt.max_num_seqs is None and p.max_seqs_auto is not None:
         kv_tokens = kv_capacity_bytes(dep, rt, p) / max(kv_token_bytes(dep), 1e-30)
         context = dep.model.max_position_embeddings or 4096
