@@ -33,6 +33,17 @@ class ContentCache(dict):
         return value
 
 
+    def per_object(self, obj, build: Callable[[object], object]):
+        """``build(obj)``, kept per object: keyed by its id and holding the object, so the id is not reused
+        while the entry lives (for values such as a GPU or a calibration that hold dicts and do not hash)."""
+        hit = self.get(id(obj))
+        if hit is None or hit[0] is not obj:
+            if len(self) >= self.maxsize:
+                del self[next(iter(self))]
+            hit = self[id(obj)] = (obj, build(obj))
+        return hit[1]
+
+
 def cache(name: str, maxsize: int = 1024) -> ContentCache:
     """The cache registered as ``name`` (made on first call); module-level, so one per process."""
     c = _REGISTRY.get(name)

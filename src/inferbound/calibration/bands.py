@@ -63,21 +63,31 @@ def _ratio(num, den) -> float | None:
     return max(1.0, _q(num) / _q(den))
 
 
-def row_setups(rows) -> list[dict | None]:
-    """Per row, what the widening compares against the fit's coverage: the engine profile, GPU, compute
-    and weight formats, model family of its deployment (catalog priors), and its source; None where the
-    row names no deployment (the same deployments calibration/fit.py ``row_features`` builds)."""
+def row_features(rows) -> list[dict | None]:
+    """Per row: engine profile, GPU, compute and weight formats, model family, MoE, TP, batch > 1 and source of
+    its deployment at the catalog priors (None: the row names no deployment); calibration/fit.py fits on them."""
     out, cache = [], {}
     for r in rows:
         if r.setup_key not in cache:
             try:
                 d = deployment_for(r, calibration="none")
                 cache[r.setup_key] = {"engine": d.engine, "gpu": d.gpu.id, "dtype": d.compute_dtype,
-                                      "weight": d.dtypes.weight, "family": d.model.family, "source": r.source}
+                                      "weight": d.dtypes.weight, "family": d.model.family, "moe": d.model.moe is not None,
+                                      "tp": d.par.tp * d.par.attention_groups, "many": (r.batch_size or 2) > 1,
+                                      "source": r.source}
             except (ValueError, KeyError):
                 cache[r.setup_key] = None
         out.append(cache[r.setup_key])
     return out
+
+
+#: what the widening compares against the fit's coverage
+SETUP_KEYS = ("engine", "gpu", "dtype", "weight", "family", "source")
+
+
+def row_setups(rows) -> list[dict | None]:
+    """Per row, the ``SETUP_KEYS`` of :func:`row_features` (None where the row names no deployment)."""
+    return [None if f is None else {k: f[k] for k in SETUP_KEYS} for f in row_features(rows)]
 
 
 def bands_from(rows, oof: dict, fitted) -> dict:

@@ -33,7 +33,7 @@ from ..pricing.kernel_pricing import host_cost
 from ..validation.dataset import Row
 from ..validation.predict import deployment_for, predict_rows
 from ..deploy.calibration import Calibration
-from .bands import base_bands
+from .bands import base_bands, row_features
 
 #: log-space prior widths by kind: a kernel-class factor 1.35x off costs as much as one row 2x off
 PRIOR_SIGMA = {"kernel": 0.3, "step_s": 1.0, "seq_s": 1.5}
@@ -65,23 +65,6 @@ class Param:
     @property
     def name(self) -> str:
         return f"{'engines.' + self.scope if self.scope != 'kernels' else 'kernels'}.{self.field}"
-
-
-def row_features(rows: list[Row]) -> list[dict]:
-    """Per row: engine profile, GPU, compute dtype, model family, MoE, TP, batch > 1 (None: no deployment)."""
-    out, cache = [], {}
-    for r in rows:
-        if r.setup_key not in cache:
-            try:
-                d = deployment_for(r, calibration="none")
-                cache[r.setup_key] = {"engine": d.engine, "gpu": d.gpu.id, "dtype": d.compute_dtype,
-                                      "weight": d.dtypes.weight, "family": d.model.family, "moe": d.model.moe is not None,
-                                      "tp": d.par.tp * d.par.attention_groups, "many": (r.batch_size or 2) > 1,
-                                      "source": r.source}
-            except (ValueError, KeyError):
-                cache[r.setup_key] = None
-        out.append(cache[r.setup_key])
-    return out
 
 
 def parameters(rows: list[Row]) -> list[Param]:

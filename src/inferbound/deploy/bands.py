@@ -32,9 +32,8 @@ validation/dataset.py imports them).
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 
-from ..base.datafiles import load_yaml
+from ..hardware.kernel_data import measured_gpus, prior_templates
 from ..hardware import get_gpu
 
 # --- the validation schema's metrics and their kind (validation/dataset.py re-exports these) -----------
@@ -65,35 +64,13 @@ def kind_of(metric: str) -> str:
     return "latency" if metric in LATENCY_METRICS else "throughput"
 
 
-# --- kernel-curve provenance (what pricing/kernels/curves.py builds, read from the same file) ----------
-@lru_cache(maxsize=1)
-def _kernel_sources() -> tuple[frozenset, dict]:
-    """(ids of the GPUs with measured curves, {prior GPU id: the measured GPU it is derived from}) of
-    data/kernels.yaml: the ``gpus:`` entries' ids (two-space-indented ``id:`` lines, the layout its writer
-    keeps and pricing/kernels/curves.py reads) and the ``priors:`` section, parsed alone."""
-    text = (resources.files("inferbound") / "data" / "kernels.yaml").read_text("utf-8")
-    measured, priors, section = set(), [], None
-    for line in text.splitlines():
-        if line and not line[0].isspace() and not line.startswith("#"):
-            section = line.rstrip()
-            continue
-        if section == "gpus:" and line.startswith("  ") and not line.startswith("   ") \
-                and line.rstrip().endswith(":") and not line.lstrip().startswith("#"):
-            measured.add(line.strip()[:-1])
-        elif section == "priors:":
-            priors.append(line)
-    doc = load_yaml("priors:\n" + "\n".join(priors) + "\n", cache="kernels.yaml-priors") if priors else {}
-    derived = {g: str(r["derived_from"]) for g, r in ((doc or {}).get("priors") or {}).items()
-               if g not in measured}
-    return frozenset(measured), derived
-
-
+# --- kernel-curve provenance (hardware/kernel_data.py: what pricing/kernels/curves.py builds from) -----
 def curve_source(gpu_id: str) -> tuple[str, str | None] | None:
     """Where a catalog GPU id's kernel curves come from: ("measured", None), ("prior", the measured GPU
     it is derived from), or None (kernels.yaml has neither; ``pricing.kernels.curves_for`` gives None)."""
-    measured, derived = _kernel_sources()
-    if gpu_id in measured:
+    if gpu_id in measured_gpus():
         return "measured", None
+    derived = prior_templates()
     if gpu_id in derived:
         return "prior", derived[gpu_id]
     return None

@@ -125,13 +125,8 @@ _KEYS = cache("calibration content key", 64)
 
 def content_key(cal: Calibration | None) -> str | None:
     """What a calibration holds, as one hashable string (its fitted factors, bands and serving figures),
-    kept per Calibration object (held, so its id is not reused); None for none."""
+    kept per Calibration object; None for none."""
     if cal is None:
         return None
-    hit = _KEYS.get(id(cal))
-    if hit is None or hit[0] is not cal:
-        text = repr((cal.global_factors, cal.gpus, cal.bands, cal.serving, cal.kernel_factors, cal.engines))
-        hit = _KEYS[id(cal)] = (cal, text)
-        if len(_KEYS) > _KEYS.maxsize:
-            del _KEYS[next(iter(_KEYS))]
-    return hit[1]
+    return _KEYS.per_object(cal, lambda c: repr((c.global_factors, c.gpus, c.bands, c.serving, c.kernel_factors,
+                                                 c.engines)))

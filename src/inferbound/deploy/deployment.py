@@ -91,13 +91,8 @@ _GPU_KEYS = cache("gpu content key", 256)
 
 
 def gpu_key(gpu: GPU) -> str:
-    """The GPU's content (its JSON), kept per GPU object (the object is held, so its id is not reused)."""
-    hit = _GPU_KEYS.get(id(gpu))
-    if hit is None or hit[0] is not gpu:
-        hit = _GPU_KEYS[id(gpu)] = (gpu, gpu.model_dump_json())
-        if len(_GPU_KEYS) > _GPU_KEYS.maxsize:
-            del _GPU_KEYS[next(iter(_GPU_KEYS))]
-    return hit[1]
+    """The GPU's content (its JSON), kept per GPU object."""
+    return _GPU_KEYS.per_object(gpu, GPU.model_dump_json)
 
 
 def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | GPU = "h100_sxm",

@@ -64,7 +64,7 @@ def draft_cost(dr: Drafter, price, decode_load, decodes, prompt_load=None):
     total = with_time(c1, -draft_fixed_s(dr, seqs1), "overhead")
     if k > 1:
         rest = price(decode_load)
-        total = add_costs(total, scale_cost(with_time(rest, -draft_fixed_s(dr, decodes), "overhead"), k - 1))
+        total = add_work(total, scale_cost(with_time(rest, -draft_fixed_s(dr, decodes), "overhead"), k - 1))
     return total
 
 
@@ -74,11 +74,6 @@ def draft_prefill_cost(dr: Drafter, price, prompt_load):
     if dr.model is None:
         return None
     return with_time(price(prompt_load), -draft_fixed_s(dr, prompt_load.sequences), "overhead")
-
-
-def add_costs(a, b):
-    """The two step costs of one engine step added (contract.add_work)."""
-    return add_work(a, b)
 
 
 def step_cost(dep, decode, context, prompts_load=None):
@@ -95,7 +90,7 @@ def step_cost(dep, decode, context, prompts_load=None):
     cost = with_verify_host(dep, cost, decode, s.k)
     if dr.model is not None:
         dl = contract.uniform(dr.model, decode=decode, context=context)
-        cost = add_costs(cost, draft_cost(dr, lambda ld: contract.price(dr.deployment, ld, "stream"), dl, decode))
+        cost = add_work(cost, draft_cost(dr, lambda ld: contract.price(dr.deployment, ld, "stream"), dl, decode))
     return cost, s.tau
 
 
