@@ -5,6 +5,8 @@ Run:
     .venv/bin/python benchmarks/accuracy_report.py --cv           # first refresh the cross-validated
                                                                   # residuals (~25 min, 2 cores)
     .venv/bin/python benchmarks/accuracy_report.py --no-baselines # skip llm-analysis / AIConfigurator
+    .venv/bin/python benchmarks/accuracy_report.py --issue19-only # only the issue-19 serving targets on
+                                                                  # measured_public.csv (fast: one file)
 
 Data: ``../shared/validation/measured.csv`` (the calibration is fitted on its static-batch and
 max-throughput rows) and ``benchmarks/data/measured_public.csv`` (never fitted on: scored only).
@@ -33,6 +35,7 @@ from inferbound.validation import predict_rows, read_csv  # noqa: E402
 from inferbound.validation.dataset import LATENCY_METRICS  # noqa: E402
 from inferbound.validation.metrics import summarize  # noqa: E402
 from inferbound.validation.report import plot, row_bands, row_records, summary, write_rows  # noqa: E402
+from serving_targets import format_lines, target_lines  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "validation" / "measured.csv"
 PUBLIC = ROOT / "benchmarks" / "data" / "measured_public.csv"
@@ -144,11 +147,18 @@ def main() -> None:
     ap.add_argument("--calibration", default="default")
     ap.add_argument("--cv", action="store_true", help="recompute the cross-validated residuals (slow)")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--issue19-only", action="store_true",
+                    help="print only the issue-19 target lines (serving_targets.py) on the public file, then stop")
     ap.add_argument("--write-bands", action="store_true",
                     help="recompute the packaged calibration's bands from cv_oof.csv (what `inferbound calibrate` "
                          "does after its own cross-validation) and write them to data/calibration.yaml")
     a = ap.parse_args()
     cal = resolve(a.calibration)
+    if a.issue19_only:
+        pub_rows, pub_bad = read_csv(a.public)
+        pub = predict_rows(pub_rows, calibration=cal if cal is not None else "none")
+        print_issue19(pub, row_bands(pub, cal), Path(a.public).name, len(pub_bad))
+        return
     rows, bad = read_csv(a.csv)
     fit_rows = [r for r in rows if r.scenario in FIT_SCENARIOS]
     if a.cv:
@@ -211,6 +221,7 @@ def main() -> None:
                        ("bands hold the truth: public rows (never fitted)", n_p, c_p)):
         print(f"| {name} | >= 80 % | {n} | coverage {pct(c)} |  | {'–' if c is None else ('yes' if c >= 0.8 else '**no**')} |")
     print()
+    print_issue19(pub, pub_bands, Path(a.public).name, len(pub_bad))
     print("## measured.csv, shipped calibration\n")
     print(table([s["throughput"] | {"class": "throughput"}, s["latency"] | {"class": "latency"},
                  s["all"] | {"class": "all"}], ["class"]))
@@ -242,6 +253,13 @@ def main() -> None:
         r = p.row
         print(f"| {r.case} | {r.source} | {r.model} | {r.gpu} | {r.scenario} | {r.metric} | {r.value:g} | "
               f"{p.predicted:.4g} | {p.error:+.0%} |")
+
+
+def print_issue19(preds, bands, name, n_bad) -> None:
+    """The issue-19 targets (serving_targets.py) on a file never fitted on."""
+    print(f"## Issue-19 targets on {name} (never fitted on; {n_bad} unreadable rows not counted)\n")
+    print(format_lines(target_lines(preds, bands)))
+    print()
 
 
 def baselines(rows, preds, pub_rows, pub) -> None:

@@ -1,33 +1,53 @@
-"""Simulator speed: 10,000 requests of Llama-3.1-70B on 4x H100 SXM (TP4) at 8 requests/s.
+"""Simulator speed: REQUESTS requests of Llama-3.1-70B on 4x H100 SXM (TP4) at 8 requests/s.
 
 Workload choices: Poisson arrivals at 8 req/s, seed 0, every prompt 1024 tokens and every output 256
 tokens (the estimate command's defaults), engine defaults from data/serving.yaml (block 16, budget
-8192 tokens, 256 sequences, recompute preemption). Target: under 5 s of wall time on a 2-core machine.
+8192 tokens, 256 sequences, recompute preemption). Targets (issue 18, "Speed"): 10,000 requests in
+<= 0.5 s, 1,000,000 requests in <= 60 s and <= 2 GB peak memory (resident set, GB = 1e9 bytes).
 
-Run: .venv/bin/python benchmarks/bench_simulate.py [REQUESTS]
-Prints the wall time (deployment set-up, step-model tables and the simulation itself), simulated
-requests per wall second, simulated steps per wall second, and the main metrics.
+Run: .venv/bin/python benchmarks/bench_simulate.py [REQUESTS] [--step-by-step] [--both]
+Prints the wall time (deployment set-up, step-model tables and the simulation itself), the process's
+CPU time over the same span (the machine is shared: wall time includes waiting for a core), simulated
+requests and steps per wall second, peak resident memory and the main metrics. ``--step-by-step`` plans
+every step one by one (``SimConfig.decode_runs`` off: the reference path); ``--both`` runs the
+reference and the default (runs of decode-only steps at once, sim/decode_run.py) side by side.
 """
 from __future__ import annotations
 
+import resource
 import sys
 import time
+from dataclasses import replace
 
+import inferbound.sim as sim
 from inferbound.deploy.deployment import make_deployment
-from inferbound.sim import simulate
 
 MODEL, GPU, TP, RATE, INPUT, OUTPUT = "meta-llama/Llama-3.1-70B", "h100_sxm", 4, 8.0, 1024, 256
-TARGET_S = 5.0
+TARGETS_S = {10_000: 0.5, 1_000_000: 60.0}
+TARGET_PEAK_GB = 2.0  # for 1,000,000 requests
 
 
-def main(requests: int = 10_000) -> float:
-    t0 = time.perf_counter()
-    dep = make_deployment(model=MODEL, gpu=GPU, tp=TP)
-    res = simulate(dep, rate=RATE, requests=requests, input_len=INPUT, output_len=OUTPUT, seed=0)
-    wall = time.perf_counter() - t0
+def main(requests: int = 10_000, decode_runs: bool = True) -> float:
+    real = sim.sim_config
+    sim.sim_config = lambda *a, **k: replace(real(*a, **k), decode_runs=decode_runs)
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        dep = make_deployment(model=MODEL, gpu=GPU, tp=TP)
+        res = sim.simulate(dep, rate=RATE, requests=requests, input_len=INPUT, output_len=OUTPUT, seed=0)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        sim.sim_config = real
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1e3 / 1e9  # ru_maxrss: KiB on Linux
     s = res.summary
-    print(f"{requests:,} requests of {MODEL} on {dep.label()} at {RATE:g} req/s, {INPUT} in / {OUTPUT} out")
-    print(f"wall time           {wall:8.2f} s   (target < {TARGET_S:g} s: {'met' if wall < TARGET_S else 'MISSED'})")
+    path = "runs of decode-only steps" if decode_runs else "step by step"
+    target = TARGETS_S.get(requests)
+    verdict = "" if target is None else f"   (target <= {target:g} s: {'met' if wall <= target else 'MISSED'})"
+    print(f"{requests:,} requests of {MODEL} on {dep.label()} at {RATE:g} req/s, {INPUT} in / {OUTPUT} out, {path}")
+    print(f"wall time           {wall:8.2f} s{verdict}")
+    print(f"CPU time            {cpu:8.2f} s   (this process, same span)")
+    print(f"peak memory         {peak_gb:8.2f} GB  (resident, 1e9 bytes"
+          + (f"; target <= {TARGET_PEAK_GB:g} GB: {'met' if peak_gb <= TARGET_PEAK_GB else 'MISSED'})"
+             if requests >= 1_000_000 else ")"))
     print(f"simulated req/s     {requests / wall:8.0f}   (requests / wall time)")
     print(f"simulated steps/s   {s['steps'] / wall:8.0f}   ({s['steps']:,} steps)")
     print(f"simulated span      {s['duration_s']:8.1f} s   completed {s['completed']:,}, preemptions {s['preemptions']}")
@@ -43,4 +63,11 @@ def main(requests: int = 10_000) -> float:
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    n = int(args[0]) if args else 10_000
+    if "--both" in sys.argv:
+        main(n, decode_runs=False)
+        print()
+        main(n, decode_runs=True)
+    else:
+        main(n, decode_runs="--step-by-step" not in sys.argv)

@@ -488,7 +488,7 @@ SCENARIO_BAD = [
     ({"scenario": "serving"}, ["body", "rate"]),
     ({"scenario": "serving", "rate": 1, "concurrency": 4}, ["body", "rate"]),
     ({"scenario": "static", "rate": 1}, ["body", "rate"]),
-    ({"scenario": "max-throughput", "concurrency": 4}, ["body", "concurrency"]),
+    ({"scenario": "max-throughput", "rate": 4}, ["body", "rate"]),  # concurrency is its requests in flight; rate no
     ({"scenario": "static", "dataset": "sharegpt"}, ["body", "dataset"]),
     ({"scenario": "max-throughput", "dataset": "nope"}, ["body", "dataset"]),
     ({"scenario": "serving", "rate": 1e6}, ["body", "rate"]),  # overload names the capacity
@@ -498,6 +498,15 @@ SCENARIO_BAD = [
     ({"speculative": "eagle", "spec_tokens": 3, "acceptance": 1.0}, ["body", "acceptance"]),
     ({"speculative": "medusa"}, ["body", "speculative"]),
 ]
+
+
+def test_max_throughput_takes_a_stated_concurrency(client):
+    """max-throughput with concurrency 64: the requests in flight are capped at 64 (the engine's running cap
+    per replica, workloads/max_throughput.with_concurrency), as the library computes it."""
+    got = post(client, "/api/estimate", {"model": "llama-3.1-8b", "scenario": "max-throughput", "concurrency": 64})
+    want = ib.max_throughput(model="llama-3.1-8b", gpu="h100_sxm", num_requests=10_000, concurrency=64)
+    assert got["stated_concurrency"] == 64 and got["max_num_seqs"] == 64 and got["concurrency"] <= 64
+    assert got["output_tok_s"] == pytest.approx(want.output_tok_s)
 
 
 @pytest.mark.parametrize("extra,loc", SCENARIO_BAD, ids=[json.dumps(b)[:60] for b, _ in SCENARIO_BAD])
@@ -526,7 +535,7 @@ def test_compare_equals_python_api(client):
     got = post(client, "/api/compare", COMPARE)
     workload, deps = cmp.parse(COMPARE)
     want = cmp.compare(workload, deps)
-    assert [r["label"] for r in got["rows"]] == ["4x h100_sxm TP4", "H200 fp8"]
+    assert [r["label"] for r in got["rows"]] == ["4x h100_sxm TP4, bf16", "H200 fp8"]  # formats differ
     for g, w in zip(got["rows"], want):
         assert g["metrics"] == pytest.approx(w.metrics)
         assert (g["fits"], g["bound"], g["deployment"]) == (w.fits, w.bound, w.deployment)
@@ -554,13 +563,27 @@ COMPARE_BAD = [
     ({**COMPARE, "deployments": [{"model": "llama-3.1-8b", "gpu_file": "/etc/x.yaml"}]}, ["body", "deployments", 0, "gpu_file"]),
     ({**COMPARE, "deployments": [{"model": "llama-3.1-8b", "calibration": "/etc/cal.yaml"}]},
      ["body", "deployments", 0, "calibration"]),
-    ({"workload": {"scenario": "serving", "rate": 1e6}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "rate"]),
     ({"workload": {"scenario": "serving"}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "rate"]),
     ({"workload": {"input_len": 200000}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "input_len"]),
     ({"workload": {"scenario": "nope"}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "scenario"]),
     ({"workload": {"trace": "/etc/passwd"}, "deployments": [{"model": "llama-3.1-8b"}]}, ["body", "workload", "trace"]),
     ({"workload": {}, "deployments": [{"model": "llama-3.1-8b"}], "extra": 1}, ["body", "extra"]),
 ]
+
+
+def test_compare_marks_an_overloaded_row_and_prices_the_rest(client):
+    """A rate one deployment cannot serve is not bad input: the row says so (its reason names the rate and
+    the ceiling) and the other rows are still priced. 1x H100 with Llama-3.1-8B serves tens of requests/s,
+    far below 1e6; at 1 req/s every deployment keeps up."""
+    rows = post(client, "/api/compare", {"workload": {"scenario": "serving", "rate": 1e6},
+                                         "deployments": [{"model": "llama-3.1-8b"}, {"model": "llama-3.1-8b", "tp": 2}]})["rows"]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["bound"] == "overloaded" and row["metrics"]["ttft_ms"] is None
+        assert any("rate=1e+06 req/s overloads" in w for w in row["warnings"])
+    ok = post(client, "/api/compare", {"workload": {"scenario": "serving", "rate": 1.0},
+                                       "deployments": [{"model": "llama-3.1-8b"}]})["rows"]
+    assert ok[0]["bound"] != "overloaded" and ok[0]["metrics"]["ttft_ms"] > 0
 
 
 @pytest.mark.parametrize("body,loc", COMPARE_BAD, ids=[json.dumps(b)[:70] for b, _ in COMPARE_BAD])

@@ -156,7 +156,7 @@ DEPLOYMENT = [  # (arguments, words the error line must contain)
     (["--gpu-file", "/nonexistent/hw.yaml"], ["/nonexistent/hw.yaml"]),
     (["--calibration", "/nonexistent/cal.yaml"], ["calibration", "/nonexistent/cal.yaml"]),
     (["--engine", "nope"], ["engine", "nope", "vllm"]),
-    (["--engine", "vllm@0.0.1"], ["engine_version", "0.0.1"]),
+    (["--engine", "vllm@99"], ["engine_version", "99"]),  # issue 19: an old 0.x resolves to the oldest, noted
     (["--block-size", "0"], ["block_size=0"]),
     (["--token-budget", "0"], ["token_budget=0"]),
     (["--max-num-seqs", "0"], ["max_num_seqs=0"]),
@@ -495,7 +495,7 @@ API_DEPLOYMENT = [  # (body, field in loc (None: the body as a whole), words of 
     ({"config": {**LLAMA_8B, "model_type": "llama9000"}, "assume_family": "nope"}, "assume_family", ["nope"]),
     ({**M, "calibration": "/etc/cal.yaml"}, "calibration", []),
     ({**M, "engine": "nope"}, "engine", ["nope"]),
-    ({**M, "engine": "vllm@0.0.1"}, "engine", ["0.0.1"]),
+    ({**M, "engine": "vllm@99"}, "engine", ["99"]),
     ({**M, "block_size": 0}, "block_size", []),
     ({**M, "memory_fraction": 2}, "memory_fraction", []),
     ({**M, "kv_reservation": "foo"}, "kv_reservation", []),

@@ -27,7 +27,8 @@ def test_rows_equal_the_scenario_functions_and_ratios_divide(tmp_path):
     workload, deps = cmp.load(f)
     assert workload == {"scenario": "serving", "concurrency": 8, "input_len": 1024, "output_len": 256}
     rows = cmp.compare(workload, deps)
-    assert [r.label for r in rows] == ["1x h100_sxm TP1", "L40S fp8"]
+    # unlabelled rows name what differs: the formats (llama-3.1-8b ships bf16; the L40S row is fp8)
+    assert [r.label for r in rows] == ["1x h100_sxm TP1, bf16", "L40S fp8"]
     s = serving(make_deployment(model="llama-3.1-8b", gpu="l40s", weight_dtype="fp8", act_dtype="fp8"),
                 concurrency=8, input_len=1024, output_len=256)
     assert rows[1].metrics["tpot_ms"] == pytest.approx(s.tpot_s * 1e3, rel=1e-12)

@@ -26,7 +26,7 @@ H200_MIB = 143771 * MIB  # nvidia-smi memory.total of an H200 141GB
 def test_every_profile_loads_with_one_default_per_engine():
     cat = load_engines()
     names = {p.name for p in cat.profiles}
-    assert names == {"vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp"}
+    assert names == {"vllm", "sglang", "trtllm", "atom", "gpt-fast", "llama.cpp"}
     for name in names:
         assert sum(p.default for p in cat.profiles if p.name == name) == 1
     assert len({p.key for p in cat.profiles}) == len(cat.profiles)
@@ -128,8 +128,9 @@ def test_version_resolves_to_the_covering_profile(version, key):
 
 @pytest.mark.parametrize("call, words", [
     (lambda: get_engine("tgi"), ["engine='tgi'", "allowed", "vllm"]),
-    (lambda: get_engine("vllm", "0.3"), ["engine_version='0.3'", "allowed", "0.6.3"]),
-    (lambda: get_engine("sglang", "0.5.5"), ["engine_version='0.5.5'", "allowed", "0.5.10"]),
+    # issue 19: 0.3 now resolves to the oldest profile and 0.5.5 to sglang@0.5.6, noted (test_engine_versions.py)
+    (lambda: get_engine("vllm", "99"), ["engine_version='99'", "allowed", "0.6.3"]),
+    (lambda: get_engine("sglang", "1.0"), ["engine_version='1.0'", "allowed", "0.5.10"]),
     (lambda: get_engine("vllm", "latest"), ["engine_version='latest'", "allowed"]),
     (lambda: engine_for_framework("HF TGI"), ["framework='HF TGI'", "allowed"]),
     (lambda: sglang_mem_fraction(get_engine("vllm"), H100_MIB, 1), ["engine='vllm@0.33.0'", "allowed"]),

@@ -285,13 +285,19 @@ STEP_OVERHEAD = 0.0
 
 def _stage_times(d, b, new, past):
     """Each stage's own priced time for one micro-batch of b sequences, without the per-step overhead
-    (the parts; the formula is ours)."""
+    (the parts; the formula is ours), its fixed costs changed by the CUDA-graph rule where the engine
+    replays the micro-batch from a graph (step.graph_delta; tests/test_graph_costs.py checks it by hand;
+    the sizes used here are captured sizes, so no padding)."""
     stages = pipeline.stage_layers(d.model, d.par)
     pr = comm_pricer(d.gpu, d.par)
+    load = step.uniform(d.model, decode=b, context=past) if new == 1 else step.uniform(d.model, prompts=b, new=new,
+                                                                                         past=past)
+    padded, kind = step.graph_step(d, load)
+    assert float(padded.tokens) == float(load.tokens)
     return [float(price_step(forward_ops(d.model, d.dtypes, d.par, b, new, past, layers=s, first=i == 0,
                                          last=i == len(stages) - 1, moe_imbalance=d.gpu.efficiency.moe_imbalance),
                              d.gpu, d.compute_dtype, d.dtypes.kv_dtype, pr, d.par.comm_overlap,
-                             step_overhead=False).time)
+                             step_overhead=False).time) + float(step.graph_delta(d, i, kind))
             for i, s in enumerate(stages)]
 
 

@@ -19,7 +19,9 @@ def test_response_time_law_on_the_simulated_loop(clients, think):
     s = simulate(dep, concurrency=clients, think_time=think, requests=400, input_len=512, output_len=128,
                  seed=0).summary
     assert s["concurrency"] == clients and s["think_time_s"] == think
-    n = s["requests_per_s"] * (s["e2e_ms_mean"] / 1e3 + s["think_time_s"])
+    # Z is the mean of the think times this run drew (exponential per client, sources.ClosedLoop): the law
+    # holds for the realized Z, not for its nominal mean (384 draws of mean 0.5 s average 0.5 ± 0.026 s)
+    n = s["requests_per_s"] * (s["e2e_ms_mean"] / 1e3 + s["think_time_s_mean"])
     # a finite run starts with every client's first request at once and ends with the last ones draining:
     # the law holds to a few per cent over 400 requests
     assert n == pytest.approx(clients, rel=0.05)

@@ -106,13 +106,15 @@ def test_stream_and_isolated_formulas_by_hand():
     dep = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", tp=4, pp=2, calibration="none")
     load = step.uniform(dep.model, decode=32, context=1000)
     m = 2.0                                         # min(32 sequences, pp = 2)
-    half = load.scaled(1 / m)
+    half, kind = step.graph_step(dep, load.scaled(1 / m))  # 16 decodes: a captured CUDA-graph size (no padding)
+    assert half.tokens == 16 and kind != 0
     parts = [step.price_ops(step.stage_ops(dep.model, dep.dtypes, dep.par, half.tokens, half.sampled,
                                            half.attention, layers, first, last,
                                            dep.gpu.efficiency.moe_imbalance), dep.gpu, dep.compute_dtype,
                             dep.dtypes.kv_dtype, comm_pricer_of(dep))
              for layers, first, last in step.stages_of(dep)]
-    t = [float(p.time) for p in parts]
+    # each stage's fixed costs summed by the graph rule (tests/test_graph_costs.py checks graph_delta by hand)
+    t = [float(p.time) + float(step.graph_delta(dep, i, kind)) for i, p in enumerate(parts)]
     s = float(step.send_seconds(dep, half.tokens))
     o = dep.gpu.efficiency.step_overhead_s
     assert float(step.price(dep, load, "stream").time) == pytest.approx(max(m * max(t), sum(t) + s) + o, rel=1e-12)

@@ -19,9 +19,23 @@ def _fmt(v) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:,.1f}" if abs(v) >= 10 else f"{v:,.3g}")
 
 
-@command("compare", "Deployments side by side under one workload (FILE.yaml: workload + deployments, keys are the "
-                    "CLI option names): TTFT, TPOT, tok/s per GPU and per user, J/token, $/M tokens, fit, bound, "
-                    "and each figure's ratio to the first deployment.", COMPARE)
+HELP = """Deployments side by side under one workload: TTFT, TPOT, tok/s per GPU and per user, J/token,
+$/M tokens, fit, bound, and each figure's ratio to the first deployment. A deployment that does not fit is
+a row marked NO; rows are named by their layout and whatever else differs (formats, engine, options).
+
+FILE.yaml has a workload: mapping and a deployments: list; keys are the CLI option names (dashes or
+underscores), a deployment may carry a label: (example: docs/deployments.yaml in the source tree):
+
+\b
+  workload: {scenario: serving, concurrency: 16, input_len: 1024, output_len: 256}
+  deployments:
+    - {model: llama-3.1-70b, gpu: h100_sxm, tp: 4}
+    - {model: llama-3.1-70b, gpu: h100_sxm, tp: 4, engine: sglang}
+    - {model: llama-3.1-70b, gpu: h200_sxm, tp: 2, weight_dtype: fp8, label: "H200 fp8"}
+"""
+
+
+@command("compare", HELP, COMPARE)
 def compare(o: dict) -> None:
     from ..faces import compare as cmp
     if o["file"] is None:

@@ -37,15 +37,20 @@ def estimate(o: dict) -> None:
     lengths = _lengths(o)
     if o["scenario"] == "serving":
         return _serving(o, dep, lengths)
-    if o["rate"] is not None or o["concurrency"] is not None:
-        raise ValueError(f"--rate/--concurrency apply to --scenario serving, not --scenario {o['scenario']}")
+    if o["rate"] is not None or (o["concurrency"] is not None and o["scenario"] != "max-throughput"):
+        raise ValueError(f"--rate/--concurrency apply to --scenario serving (--concurrency also to max-throughput: "
+                         f"the requests in flight), not --scenario {o['scenario']}")
     if o["scenario"] == "max-throughput":
         from ..workloads.max_throughput import max_throughput
+        from ..workloads.scenario_view import max_throughput_view
+        from ..workloads.steady_state import as_mix
         r = max_throughput(dep, input_len=o["input_len"], output_len=o["output_len"], num_requests=o["requests"],
-                           lengths=lengths)
+                           lengths=lengths, concurrency=o["concurrency"])
+        view = max_throughput_view(dep, r, lengths or as_mix(o["input_len"], o["output_len"]))
         if o["json"]:
-            return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings})
-        show_max_throughput(r, dep.gpu)
+            return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings, "view": view})
+        show_max_throughput(r, dep.gpu, dep.label())
+        show_view(view)
         for w in dep.warnings:
             warn(w)
         return
@@ -74,11 +79,17 @@ def _serving(o: dict, dep, lengths) -> None:
     from ..workloads.serving import serving
     if (o["rate"] is None) == (o["concurrency"] is None):
         raise ValueError("--scenario serving needs exactly one of --rate (requests/s) or --concurrency (clients)")
+    from ..workloads.scenario_view import serving_view
+    from ..workloads.steady_state import as_mix
+    given = o["requests"] != next(x for x in SCENARIO if x.name == "requests").default  # else closed_loop.yaml's
     r = serving(dep, rate=o["rate"], concurrency=o["concurrency"], think_time=o["think_time"],
-                input_len=o["input_len"], output_len=o["output_len"], lengths=lengths)
+                input_len=o["input_len"], output_len=o["output_len"], lengths=lengths,
+                requests=o["requests"] if given else None)
+    view = serving_view(dep, r, lengths or as_mix(o["input_len"], o["output_len"]))
     if o["json"]:
-        return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings})
-    show_serving(r, dep.gpu)
+        return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings, "view": view})
+    show_serving(r, dep.gpu, dep.label())
+    show_view(view)
 
 
 def _tag(gpu) -> str:
@@ -93,13 +104,13 @@ def _band(bands: dict, figure: str) -> str:
     return f" (±{b:.0%})" if b is not None else ""
 
 
-def show_serving(r, gpu=None) -> None:
+def show_serving(r, gpu=None, layout: str | None = None) -> None:
     def band(figure: str) -> str:
         return _band(r.error_bands, figure)
     load = (f"{r.concurrency:,} clients" + (f", think {r.think_time_s:g} s" if r.think_time_s else "")
             if r.mode == "concurrency" else f"{r.request_rate:g} req/s (Poisson)")
     console.print(f"engine: {r.engine_settings}", highlight=False)
-    t = Table(title=Text(f"Serving: {r.model} on {r.num_gpus}x {r.gpu}, {load}, {r.lengths}"))
+    t = Table(title=Text(f"Serving: {r.model} on {layout or f'{r.num_gpus}x {r.gpu}'}, {load}, {r.lengths}"))
     for c in ("metric", "mean", "p50", "p90", "p99"):
         t.add_column(c, justify="left" if c == "metric" else "right")
     for name, stats, figure in (("TTFT", r.ttft_s, "ttft"), ("end-to-end", r.e2e_s, "e2e")):
@@ -128,10 +139,23 @@ def show_serving(r, gpu=None) -> None:
         warn(n)
 
 
-def show_max_throughput(r, gpu=None) -> None:
+def show_view(view: dict) -> None:
+    """The memory per GPU and time split of a steady state's own operating point (workloads/scenario_view.py,
+    the same view the API's ``view`` and the page show)."""
+    m, st = view["memory"], view["step"]
+    kv_host = f", {gb(m['kv_in_host'])} in host memory" if m.get("kv_in_host") else ""
+    console.print(f"memory per GPU at this point: {gb(m['total'])} of {gb(m['capacity'])} (weights / KV / "
+                  f"activations / reserve: {' / '.join(gb(m[k]) for k in ('weights', 'kv_cache', 'activations', 'reserve'))}"
+                  f"; KV {gb(m['kv_on_gpu'])} of the engine's {gb(m['kv_capacity'])}{kv_host}); {m['basis']}",
+                  highlight=False, soft_wrap=True)
+    console.print(f"{st['explanation']} ({ms(st['time_s'])} per output token, {st['prefill_step_share']:.0%} of "
+                  f"steps carry prefill)", highlight=False, soft_wrap=True)
+
+
+def show_max_throughput(r, gpu=None, layout: str | None = None) -> None:
     band = _band(r.error_bands, "throughput")  # = r.error_band
     console.print(f"engine: {r.engine_settings}", highlight=False)
-    t = Table(title=Text(f"Max throughput: {r.model} on {r.num_gpus}x {r.gpu}, {r.lengths}"))
+    t = Table(title=Text(f"Max throughput: {r.model} on {layout or f'{r.num_gpus}x {r.gpu}'}, {r.lengths}"))
     t.add_column("metric")
     t.add_column("value", justify="right")
     for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,}"),
@@ -150,12 +174,16 @@ def show_max_throughput(r, gpu=None) -> None:
     from .features_view import max_throughput_rows
     for k, v in max_throughput_rows(r):  # speculative decoding, KV offload (docs/features/)
         t.add_row(k, v)
+    if r.stated_concurrency is not None:
+        t.add_row("stated concurrency (requests in flight, --concurrency)", f"{r.stated_concurrency:,}")
     console.print(t)
+    for n in r.notes:
+        warn(n)
 
 
 def show_estimate(e) -> None:
     lead_with_fit(e.fits, e.memory.reason)
-    t = Table(title=Text(f"{e.model} on {e.num_gpus}x {e.gpu} (TP{e.parallelism.tp}), "
+    t = Table(title=Text(f"{e.model} on {e.deployment.label()}, "
                     f"batch {e.batch}, {e.input_len} in / {e.output_len} out, "
                     f"weights {e.dtypes.weight}, compute {e.compute_dtype}, KV {e.dtypes.kv_dtype}"))
     console.print(f"engine: {e.deployment.runtime.describe()}", highlight=False)

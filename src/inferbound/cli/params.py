@@ -10,7 +10,8 @@ Every command's options come from options.py, in one of two forms:
   body runs (one ``error:`` line, exit code 2).
 
 Either way each parameter's annotation carries its :class:`Opt` (tests read it back).
-``deployment_from(values)`` builds the deployment from the DEPLOYMENT and ENGINE values.
+``deployment_from(values)`` builds the deployment from the DEPLOYMENT and ENGINE values (the mapping of
+faces/groups.py that the typed groups use too).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Annotated, Callable
 
 import typer
 
-from ..faces.options import DEPLOYMENT, ENGINE, REQUIRED, Opt, engine_options
+from ..faces.options import DEPLOYMENT, ENGINE, REQUIRED, Opt
 from . import app
 from .common import error_line, fail, parse_sets, run
 
@@ -115,10 +116,11 @@ def parse(o: Opt, value):
     return o.check(value)
 
 
-def command(name: str, doc: str, *groups: tuple[Opt, ...], extra: list[tuple[str, object, object]] | None = None):
+def command(name: str, doc: str, *groups, extra: list[tuple[str, object, object]] | None = None):
     """Register ``name`` with the options of ``groups`` (and ``extra`` (name, annotation, default) triples);
-    the decorated body gets one dict of parsed values."""
-    opts = [o for g in groups for o in g if o.cli]
+    the decorated body gets one dict of parsed values. A group is a tuple of declarations (options.py) or a
+    typed option group (faces/groups.py: its fields' declarations, ``declared``)."""
+    opts = [o for g in groups for o in (g.declared.values() if isinstance(g, type) else g) if o.cli]
     params = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=annotation(o))
               for o in opts]
     params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a) for n, a, d in extra or []]
@@ -139,37 +141,18 @@ def command(name: str, doc: str, *groups: tuple[Opt, ...], extra: list[tuple[str
     return register
 
 
-def deployment_kwargs(v: dict) -> dict:
-    """make_deployment keyword arguments from parsed DEPLOYMENT and ENGINE values."""
-    kw = {o.name: v.get(o.name) for o in DEPLOYMENT if o.name not in ("gpu_file",)}
-    kw["gpu_files"] = v.get("gpu_file")
-    kw["engine"] = v.get("engine")
-    kw["engine_options"] = engine_options(v)
-    for k in ("pp", "ep", "dp", "nodes"):
-        kw[k] = 1 if kw[k] is None else kw[k]
-    return kw
-
-
 def deployment_from(v: dict):
-    """The deployment of parsed option values (DEPLOYMENT + ENGINE groups), its request lengths checked
-    against the model's context (contextlen.py: refused, or a warning in its notes with
-    --allow-long-context)."""
+    """The deployment of parsed option values (DEPLOYMENT and ENGINE, checked as they were parsed):
+    make_deployment(**faces.groups.deployment_kwargs(v)), the mapping the typed groups use; its request lengths
+    checked against the model's context (faces.groups.context_checked, contextlen.py: refused, or a warning in
+    its notes with --allow-long-context)."""
     from ..deploy.deployment import make_deployment
-    return context_checked(make_deployment(**deployment_kwargs(v)), v)
+    from ..faces.groups import context_checked, deployment_kwargs
+    return context_checked(make_deployment(**deployment_kwargs(v)), v, LONG_CONTEXT_FLAG)
 
 
-def context_checked(dep, v: dict):
-    """``dep`` when ``input_len + output_len`` of the values fits the model's context; with the warning
-    added to its notes when it does not and ``allow_long_context``; else a one-line ValueError. Lengths
-    from a trace, a dataset profile or a distribution vary, and are not checked here."""
-    if "input_len" not in v or v.get("trace") is not None or v.get("dataset") is not None or \
-            any(v.get(k) not in (None, "fixed") for k in ("input_dist", "output_dist")):
-        return dep
-    from dataclasses import replace
-
-    from ..deploy.contextlen import context_note
-    note = context_note(dep.model, v.get("input_len"), v.get("output_len"), bool(v.get("allow_long_context")))
-    return dep if note is None else replace(dep, notes=(*dep.notes, note))
+#: how the CLI names the allowance in the long-context error and warning
+LONG_CONTEXT_FLAG = "--allow-long-context"
 
 
 DEPLOYMENT_AND_ENGINE = DEPLOYMENT + ENGINE

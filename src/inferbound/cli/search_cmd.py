@@ -7,16 +7,11 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from ..faces.options import ENGINE, LENGTHS, SEARCH, SEARCH_OUTPUT, engine_options
+from ..faces.options import ENGINE, LENGTHS, SEARCH, SEARCH_OUTPUT
 from ..faces.options import MAX_SEARCH_GPUS
 from .common import console, err_console, labelled, print_json, warn
 from .output import Writes, check_file
-from .params import command
-
-
-def _lengths(o: dict):
-    from ..workloads.lengths import from_options  # late: the CLI imports the library lazily
-    return from_options(o)
+from .params import LONG_CONTEXT_FLAG, command
 
 
 def _pair(text: str | None) -> tuple[str, str] | None:
@@ -34,35 +29,24 @@ def _pair(text: str | None) -> tuple[str, str] | None:
                    "(--engine, default the engines.yaml default): ranked table, why the winner wins, Pareto frontiers.",
          SEARCH, LENGTHS, ENGINE, SEARCH_OUTPUT)
 def search(o: dict) -> None:
-    from ..search import emit_command, search as run_search
+    from ..faces.api import search as run_search  # the typed search: one path for the CLI and the Python API
+    from ..faces.groups import SearchQuery
+    from ..search import emit_command
     pair = _pair(o["pareto"])
     plot, html, csv = (check_file(o[k], f"--{k}", suffix) for k, suffix in  # checked before the sweep, not after it
                        (("plot", ".png"), ("html", ".html"), ("csv", ".csv")))
     check_max_gpus(o["max_gpus"], o["no_cap"])
     engine, emit = o["engine"], o["emit"]
-    if engine is not None:
-        from ..deploy.runtime import profile_of
-        profile_of(engine)  # an unknown engine or version: one line now, not after the sweep
     if emit is not None and engine is not None and engine.split("@")[0] != emit:
         raise ValueError(f"--emit={emit!r} differs from --engine={engine!r}: the launch command must be the engine "
                          f"the search modelled; allowed: the same engine, or --emit alone")
-    kwargs = dict(gpus=o["gpus"], max_gpus=o["max_gpus"], objective=o["objective"], slo_ttft_ms=o["slo_ttft_ms"],
-                  slo_tpot_ms=o["slo_tpot_ms"], slo_e2e_ms=o["slo_e2e_ms"],
-                  max_dollars_per_hour=o["max_dollars_per_hour"], max_watts=o["max_watts"],
-                  max_total_gpus=o["max_total_gpus"], target_rate=o["target_rate"], input_len=o["input_len"],
-                  output_len=o["output_len"], disaggregated="both" if o["both_modes"] else o["disaggregated"],
-                  backend=o["backend"], ray_address=o["ray_address"], workers=o["workers"], calibration=o["calibration"],
-                  dtypes=o["dtypes"], all_layouts=o["all_layouts"], top=o["top"], engine=engine or emit,
-                  engine_options=engine_options(o), gpu_overrides=o["gpu_overrides"], gpu_files=o["gpu_file"],
-                  prices=o["prices"],
-                  lengths=_lengths(o), gpu_scale=o["gpu_scale"])
-    from ..deploy.contextlen import context_note
-    from ..model import load_model
-    model = load_model(o["model"])  # input_len + output_len checked against its context before the sweep
-    long_context = None if kwargs["lengths"] is not None else \
-        context_note(model, o["input_len"], o["output_len"], o["allow_long_context"])  # a mix: its lengths vary
-    kwargs["on_size"] = size_check(o["max_gpus"], o["no_cap"])  # refused over the memory budget, before the sweep
-    res = run_search(model, **kwargs) if o["json"] else _with_progress(model, kwargs)
+    # the typed query (faces/groups.py) of the parsed options; the search models the --emit engine when no
+    # --engine is given
+    query = SearchQuery.pick({**o, "engine": engine or emit})
+    run = dict(backend=o["backend"], ray_address=o["ray_address"], workers=o["workers"],
+               on_size=size_check(o["max_gpus"], o["no_cap"]),  # refused over the memory budget, before the sweep
+               long_context_flag=LONG_CONTEXT_FLAG)
+    res = run_search(o["model"], query, **run) if o["json"] else _with_progress(o["model"], query, run)
     pairs = [res.default_frontier] + ([pair] if pair and pair != tuple(res.default_frontier) else [])
     emit_rank = o["emit_rank"]
     if not 1 <= emit_rank <= len(res.table):
@@ -72,16 +56,17 @@ def search(o: dict) -> None:
     written = files.written
     if o["json"]:
         out = res.to_dict(pairs)
+        warnings = out.pop("warnings", None)  # last, after what the CLI adds
         out["files"] = [str(p) for p in written]
         if launch is not None:
             out["launch_command"] = {"engine": emit, "rank": emit_rank, "text": launch}
-        if long_context:
-            out["warnings"] = [*out.get("warnings", []), long_context]
+        if warnings:
+            out["warnings"] = warnings
         print_json(out)
         return files.finish()
     show(res, pairs)
-    if long_context:
-        warn(long_context)
+    for w in res.warnings:  # a long context allowed (faces/api.py)
+        warn(w)
     for p in written:
         console.print(f"wrote {p}", highlight=False)
     if launch is not None:
@@ -112,15 +97,25 @@ def size_check(max_gpus: int | None, no_cap: bool):
     return check
 
 
-def _with_progress(model: str, kwargs: dict):
-    from ..search import search as run_search
+def _with_progress(model: str, query, run: dict):
+    from ..faces.api import search as run_search
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("searching layouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=True, console=console) as bar:
-        task = bar.add_task("layouts", total=None)
-        return run_search(model, progress=lambda done, total: bar.update(task, completed=done, total=total),
-                          **kwargs)
+    bar = Progress(TextColumn("searching layouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   transient=True, console=console)
+    task = bar.add_task("layouts", total=None)
+    started = []
+
+    def on_size(size) -> None:  # the space is built: the bar starts once the checks before the sweep have passed
+        run["on_size"](size)
+        bar.start()
+        started.append(True)
+    try:
+        return run_search(model, query, **{**run, "on_size": on_size},
+                          progress=lambda done, total: bar.update(task, completed=done, total=total))
+    finally:
+        if started:  # (stopping a bar that never started still prints a line)
+            bar.stop()
 
 
 def _write_files(res, pairs, plot: Path | None, html: Path | None, csv: Path | None) -> Writes:

@@ -4,10 +4,11 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..faces.options import SERVING, SIMULATE_OUTPUT
+from ..faces.groups import DeploymentOptions, EngineSettings, ServingLoad
+from ..faces.options import SIMULATE_OUTPUT
 from .common import console, print_json, warn
 from .output import Writes, check_file
-from .params import DEPLOYMENT_AND_ENGINE, command, deployment_from
+from .params import LONG_CONTEXT_FLAG, command
 
 PROGRESS_ABOVE = 2000  # requests; shorter runs finish in about a second, a bar would only flicker
 
@@ -21,21 +22,19 @@ def check_requests(requests: int, cap: int) -> None:
 
 @command("simulate", "Serving simulation: arrivals at a rate, a trace, or closed-loop clients (--concurrency); "
                      "continuous batching, chunked prefill, preemption under the engine's rules (--engine); latency "
-                     "percentiles, throughput, goodput, energy and cost.", DEPLOYMENT_AND_ENGINE, SERVING, SIMULATE_OUTPUT)
+                     "percentiles, throughput, goodput, energy and cost.",
+         DeploymentOptions, EngineSettings, ServingLoad, SIMULATE_OUTPUT)  # the typed groups' declarations
 def simulate(o: dict) -> None:
-    from ..sim import simulate as run_simulation
+    from ..faces.api import simulate as run_simulation  # one path for the CLI and the Python API
     check_requests(o["requests"], o["max_requests"])
     plot = check_file(o["plot"], "--plot", ".png")  # checked before the run, not after it
     if o["trace"] is not None and not o["trace"].is_file():
         raise ValueError(f"trace={str(o['trace'])!r} is not a file; allowed: a CSV or JSONL trace file")
-    dep = deployment_from(o)
-    res = run_simulation(dep, rate=o["rate"], requests=o["requests"], input_len=o["input_len"],
-                         output_len=o["output_len"], trace=o["trace"], seed=o["seed"], replicas=o["replicas"],
-                         prefill_replicas=o["prefill_replicas"], decode_replicas=o["decode_replicas"],
-                         num_blocks=o["num_blocks"], input_dist=o["input_dist"], output_dist=o["output_dist"],
-                         concurrency=o["concurrency"], think_time=o["think_time"], slo_ttft_ms=o["slo_ttft_ms"],
-                         slo_tpot_ms=o["slo_tpot_ms"], slo_e2e_ms=o["slo_e2e_ms"], dataset=o.get("dataset"),
-                         progress=not o["json"] and (o["trace"] is not None or o["requests"] > PROGRESS_ABOVE))
+    # the typed groups (faces/groups.py) of the parsed options, simulated by the typed API (faces/api.py)
+    res = run_simulation(DeploymentOptions.pick(o), ServingLoad.pick(o), engine=EngineSettings.pick(o),
+                         progress=not o["json"] and (o["trace"] is not None or o["requests"] > PROGRESS_ABOVE),
+                         long_context_flag=LONG_CONTEXT_FLAG)
+    dep = res.deployment  # its notes hold the long-context warning, when allowed
     files = Writes()  # a plot that fails now: the figures first, then the error line
     if plot is not None:
         from ..sim.plot import plot_run
@@ -94,7 +93,7 @@ def show(res, plot: Path | None) -> None:
                                               f"{_f(s['usd_per_million_input_tokens'], ',.3f')}"
                                               f"{_price_tag(res.deployment.gpu)}")]
     if s.get("concurrency"):  # the interactive response-time law N = X·(R + Z) (Little's law on the loop)
-        n_law = s["requests_per_s"] * (s["e2e_ms_mean"] / 1e3 + s["think_time_s"])
+        n_law = s["requests_per_s"] * (s["e2e_ms_mean"] / 1e3 + s["think_time_s_mean"])  # Z: the run's draws
         rows.append(("closed loop: requests/s × (E2E + think) vs clients",
                      f"{n_law:,.2f} vs {s['concurrency']}"))
     if s["mode"] == "disaggregated":

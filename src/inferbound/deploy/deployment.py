@@ -21,6 +21,7 @@ from ..hardware.whatif import note as whatif_note, parse_scales, scale_gpu
 from ..model import ModelSpec, load_model
 from .layout import check_layout
 from .memory_terms import weight_bytes_per_gpu
+from .engines import engine_note, platform_notes
 from .runtime import Runtime, kv_capacity_bytes, profile_of, resolve
 
 
@@ -82,9 +83,15 @@ class Deployment:
         return self.par.num_gpus
 
     def label(self) -> str:
+        """The whole layout, short: GPUs, then TP always and PP/EP/DP where > 1, DP written ``attention-DP``
+        when the dp ranks are one replica's attention groups (attention_dp), and the node count where > 1:
+        ``16x h200_sxm TP1 EP16 attention-DP16 over 2 nodes``."""
         p = self.par
-        parts = [f"TP{p.tp}"] + [f"{k.upper()}{v}" for k, v in (("pp", p.pp), ("ep", p.ep), ("dp", p.dp)) if v > 1]
-        return f"{self.num_gpus}x {self.gpu.id} {' '.join(parts)}"
+        parts = [f"TP{p.tp}"] + [f"{k.upper()}{v}" for k, v in (("pp", p.pp), ("ep", p.ep)) if v > 1]
+        if p.dp > 1:
+            parts.append(f"{'attention-' if p.attention_dp else ''}DP{p.dp}")
+        nodes = f" over {p.nodes} nodes" if p.nodes > 1 else ""
+        return f"{self.num_gpus}x {self.gpu.id} {' '.join(parts)}{nodes}"
 
 
 _GPU_KEYS = cache("gpu content key", 256)
@@ -154,5 +161,6 @@ def make_deployment(model: str | dict | ModelSpec = "llama-3.1-8b", gpu: str | G
     options = tuple(sorted((k, v) for k, v in (engine_options or {}).items() if v is not None))
     dep = Deployment(m, g, par, dt, resolve_compute_dtype(g, dt.weight, dt.act, emulate), cal, profile.key, options,
                      tuple(m.warnings) + tuple(dtype_notes) + ((whatif_note(g),) if g.derived_from else ()) +
-                     tuple(n for n in (price_note(g),) if n))
+                     tuple(n for n in (price_note(g),) if n) +
+                     tuple(n for n in (engine_note(engine),) if n) + tuple(platform_notes(profile, g.vendor)))
     return dep

@@ -6,7 +6,8 @@
 - ``kv_cache_bytes``: KV capacity per GPU by ``kv_sizing.rule`` (M = device memory the engine sees,
   W = weights, A = peak activations of the profiling pass at the token budget, N = non-torch memory,
   G = CUDA graphs, f = the fraction):
-    ``total_fraction``  (vLLM):         KV = f*M - (W + A + N [+ G if graphs_in_fraction])
+    ``total_fraction``  (vLLM, ATOM):   KV = f*M - (W + A + N [+ G if graphs_in_fraction]) [- r*M, ATOM's
+                                        2 % safety margin ``reserve_fraction``]
     ``static_fraction`` (SGLang):       KV = f*M - W            (A and G must fit in (1-f)*M)
     ``free_fraction``   (TensorRT-LLM): KV = f*(M - W - A - N - G)   (1.x counts graphs in the peak)
     ``static_max_len``  (gpt-fast, llama.cpp): KV preallocated for batch * max_seq_len
@@ -82,7 +83,8 @@ def kv_cache_bytes(p: EngineProfile, gpu_total_bytes, weights_bytes, activation_
     if k.rule == "free_fraction":
         return fraction * (gpu_total_bytes - used - graph_bytes)
     counted = graph_bytes if (k.graphs_in_fraction is not None and k.graphs_in_fraction.value) else 0.0
-    return fraction * gpu_total_bytes - used - counted
+    reserve = k.reserve_fraction.value * gpu_total_bytes if k.reserve_fraction is not None else 0.0
+    return fraction * gpu_total_bytes - used - counted - reserve
 
 
 def sglang_max_running(p: EngineProfile, kv_tokens: int, context_len: int) -> int:

@@ -1,11 +1,31 @@
-"""Serving-engine runtime policies (vLLM, SGLang, TensorRT-LLM, static engines) as cited data.
+"""Serving-engine runtime policies (vLLM, SGLang, TensorRT-LLM, ATOM, static engines) as cited data.
 
 ``data/engines.yaml`` holds one profile per engine *version family*; every default there carries the
-engine file (at a version) or docs page it was read from. This module types that file, merges a
-version's overrides over its family's profile, and finds the profile a name, a version or a row's
-framework text names (``get_engine``, ``default_engine``, ``engine_for_framework``). The rules that are
-functions of the hardware rather than constants (KV capacity per GPU, SGLang's memory fraction, vLLM's
-memory tiers, CUDA-graph caps, trtllm-bench's limits) live in ``engine_rules.py``.
+engine file (at a version) or docs page it was read from (the schema: ``engine_schema.py``). This module
+loads that file, merges a version's overrides over its family's profile, and finds the profile a name, a
+version or a row's framework text names (``get_engine``, ``resolve_version``, ``default_engine``,
+``engine_for_framework``). The rules that are functions of the hardware rather than constants (KV
+capacity per GPU, SGLang's memory fraction, vLLM's memory tiers, CUDA-graph caps, trtllm-bench's limits)
+live in ``engine_rules.py``.
+
+Versions (``resolve_version``; docs/engines.md "Versions"). A version is compared as its leading numbers
+(``v0.6.3.post1`` = 0.6.3; trailing zeros ignored: 0.17.0 = 0.17). The profile of an asked version V:
+
+1. a profile whose own version is V: that profile, no note;
+2. else, V's major number matches no profile of the engine (``vllm@99``, ``vllm@1.0``): a one-line error
+   naming the versions known (nothing was read from such a release);
+3. else the profile whose ``covers`` range [min, below) holds V; else the newest profile not newer than V;
+   V older than every profile: the oldest. Each of these is a substitution, stated in a note (one line:
+   asked version, profile used, why) that the Deployment carries into every face's warnings and
+   ``validate`` into the row's reason; V newer than every checked version says so.
+
+Engines with no numbered profile (gpt-fast, llama.cpp: ``static``) have one profile for every version
+(noted when a number is asked).
+
+Framework text (``framework_resolution``): the first ``frameworks`` rule whose pattern matches names
+the engine; its version is read only right after the engine's name as written (``vLLM 0.6.3``,
+``sglang==0.5.6``, ``TensorRT-LLM v0.17``, ``vllm/vllm-openai:v0.10.1``, ``rocm/vllm:..._vllm_0.10.1``,
+``atom0.1.1``), never from other numbers in the text (``random-range-ratio 0.8``).
 
 The lead's code uses a profile for: the KV rule and fraction (memory.py), ``block_tokens`` (block
 rounding), token budget and max running sequences (workloads, simulator), ``kv_reservation``
@@ -14,220 +34,17 @@ preempt; ``estimated_output`` = SGLang's decaying new_token_ratio, then retract)
 (decode steps above it pay eager launch overhead), the DP scope of the limits (``per_rank`` or
 ``total`` divided by the engine) and ``flags`` for emitted launch commands.
 """
-# (no `from __future__ import annotations`: pydantic then reads these annotations as objects, not as
-# strings to compile and evaluate when each model class is defined, at every import)
+from __future__ import annotations
 
 import copy
 import re
 from functools import lru_cache
-from typing import Generic, Literal, Optional, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import NamedTuple, Optional
 
 from ..base.datafiles import data_yaml
-
-GIB = 2**30
-MIB = 2**20
-T = TypeVar("T")
-
-
-class _Frozen(BaseModel):
-    # defer_build: a model's validator is built when it first validates (load_engines builds the
-    # catalog's, nested models included), not when the class is defined (import time)
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-class Cited(_Frozen, Generic[T]):
-    """A default and where it was read: ``source`` = engine, version, file path or URL."""
-    value: T
-    source: str = Field(min_length=10)
-    quote: Optional[str] = None
-
-
-class Tier(_Frozen):
-    """``value`` applies when device memory >= ``min_total_gib`` GiB (``value_tp4`` when TP >= 4)."""
-    min_total_gib: float = Field(ge=0)
-    value: int = Field(gt=0)
-    value_tp4: Optional[int] = Field(default=None, gt=0)
-    exclude_names: tuple[str, ...] = ()  # device-name substrings that skip this tier (vLLM: "a100")
-
-
-class Tiered(_Frozen):
-    """A default that steps with device memory; ``rule`` says how the engine applies the value."""
-    tiers: tuple[Tier, ...] = Field(min_length=1)
-    source: str = Field(min_length=10)
-    rule: Optional[str] = None
-    quote: Optional[str] = None
-    at_least_max_model_len: bool = False  # vLLM V0 without chunked prefill: max(max_model_len, value)
-
-    @field_validator("tiers")
-    @classmethod
-    def _ascending(cls, v):
-        mins = [t.min_total_gib for t in v]
-        if mins[0] != 0 or mins != sorted(mins):
-            raise ValueError(f"tiers min_total_gib={mins}; allowed: ascending, first 0")
-        return v
-
-
-class VersionRange(_Frozen):
-    min: str  # inclusive
-    below: Optional[str] = None  # exclusive; None = no upper bound
-
-
-class SglangAuto(_Frozen):
-    """SGLang's automatic mem_fraction_static (python/sglang/srt/server_args.py, _handle_gpu_memory_settings)."""
-    kind: Literal["tp_table", "reserve_gib_table", "reserve_formula"]
-    source: str = Field(min_length=10)
-    tp_table: tuple[tuple[int, float], ...] = ()        # (min tp, fraction), descending tp
-    gib_table: tuple[tuple[float, float, float], ...] = ()  # (min GiB, base GiB, GiB per tp*pp rank)
-    base_mib: float = 0.0
-    mib_per_prefill_token: float = 0.0
-    min_prefill_tokens: int = 0
-    mib_per_decode_graph_bs: float = 0.0
-    mib_per_rank: float = 0.0                            # times tp*pp
-    floor_mib: float = 0.0
-    floor_above_gib: float = 0.0
-    mib_per_prefill_graph: float = 0.0                   # times the number of captured prefill sizes
-    prefill_graph_ranges: tuple[tuple[int, Optional[int], int], ...] = ()  # (start, stop|None=budget, step), inclusive
-
-
-class ReqPool(_Frozen):
-    """SGLang automatic max_running_requests: min(clamp(KV tokens/context*scale, lo, hi), KV tokens*cap)."""
-    scale: float
-    lo: int
-    hi: int
-    token_share: float
-    source: str = Field(min_length=10)
-    quote: Optional[str] = None
-
-
-class OutputEstimate(_Frozen):
-    """SGLang admission: running requests hold ratio*min(remaining max_new_tokens, clip) tokens."""
-    init_ratio: float
-    min_ratio_factor: float
-    decay_steps: int
-    clip_tokens: int
-    source: str = Field(min_length=10)
-    quote: Optional[str] = None
-
-
-class KvSizing(_Frozen):
-    rule: Literal["total_fraction", "static_fraction", "free_fraction", "static_max_len"]
-    fraction: Optional[Cited[float]] = None  # None: automatic (see ``auto``) or not applicable
-    fraction_flag: Optional[str] = None
-    graphs_in_fraction: Optional[Cited[bool]] = None
-    profiled_at: Optional[str] = None  # token count of the profiling pass that sets A
-    auto: Optional[SglangAuto] = None
-
-
-class CudaGraphs(_Frozen):
-    mode: Cited[Literal["none", "decode_only", "piecewise_tokens", "full_and_piecewise", "decode_and_breakable_prefill"]]
-    cap_rule: Literal["tiers", "seqs_padded", "twice_seqs_capped", "fixed", "batch"]  # batch: static engines
-    max_batch: Optional[Tiered] = None     # cap_rule tiers: the cap by GPU memory (and TP)
-    cap: Optional[Cited[int]] = None       # fixed cap, or the ceiling of twice_seqs_capped / seqs_padded
-    cap_blackwell: Optional[Cited[int]] = None
-    max_context: Optional[Cited[int]] = None  # longest context a captured decode graph admits
-
-
-class Flags(_Frozen):
-    """Launch option names (checked against the argument parser of the profile's version)."""
-    source: str = Field(min_length=10)
-    launch: str
-    tp: Optional[str] = None
-    pp: Optional[str] = None
-    dp: Optional[str] = None
-    ep: Optional[str] = None
-    attention_dp: Optional[str] = None
-    max_seqs: Optional[str] = None
-    token_budget: Optional[str] = None
-    memory_fraction: Optional[str] = None
-    block_size: Optional[str] = None
-    kv_dtype_fp8: Optional[str] = None
-    chunked_prefill: Optional[str] = None
-    prefix_caching: Optional[str] = None
-    cuda_graph_max: Optional[str] = None
-    kv_offload: Optional[str] = None
-    speculative: Optional[str] = None
-    disaggregation: Optional[str] = None
-    config_file: Optional[str] = None
-
-
-class TrtBench(_Frozen):
-    """trtllm-bench defaults and its max_batch_size / max_num_tokens heuristic (bench/build/tuning.py)."""
-    kv_fraction_flag_default: Cited[float]
-    heuristic_kv_fraction: Cited[float]
-    scheduler_policy: Cited[str]
-    chunked_context: Cited[bool]
-    bs_cap: int
-    tokens_cap: int
-    min_bs: int
-    min_tokens: int
-    source: str = Field(min_length=10)
-
-
-class EngineProfile(_Frozen):
-    name: str
-    version: str
-    label: str
-    backend: Optional[str] = None
-    default: bool = False  # the version get_engine(name) returns
-    covers: VersionRange
-    continuous_batching: Cited[bool]
-    kv_sizing: KvSizing
-    block_tokens: Optional[Cited[int]] = None
-    token_budget: Optional[Tiered] = None          # online server default (vllm serve, trtllm-serve, launch_server)
-    token_budget_offline: Optional[Tiered] = None  # offline LLM class, where it differs
-    chunked_token_budget: Optional[Cited[int]] = None
-    max_seqs: Optional[Tiered] = None
-    max_seqs_auto: Optional[ReqPool] = None
-    chunked_prefill: Optional[Cited[bool]] = None
-    mixed_batches: Optional[Cited[bool]] = None    # prefill chunks and decodes in one step
-    schedule: Optional[Cited[str]] = None
-    kv_reservation: Optional[Cited[Literal["on_demand", "prompt_on_admission", "estimated_output", "max_output", "static"]]] = None
-    preemption: Optional[Cited[Literal["recompute", "swap", "retract", "none"]]] = None
-    output_estimate: Optional[OutputEstimate] = None
-    cuda_graphs: Optional[CudaGraphs] = None
-    prefix_caching: Optional[Cited[bool]] = None
-    kv_offload: Optional[Cited[bool]] = None
-    sliding_window: Optional[Cited[bool]] = None   # false: the engine ignores the model's sliding windows
-    dp_max_seqs_scope: Optional[Cited[Literal["per_rank", "total"]]] = None
-    dp_token_budget_scope: Optional[Cited[Literal["per_rank", "total"]]] = None
-    flags: Optional[Flags] = None
-    quantization: dict[str, Cited[str]] = {}
-    trtllm_bench: Optional[TrtBench] = None
-    notes: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return f"{self.name}@{self.version}"
-
-
-class FrameworkRule(_Frozen):
-    pattern: str  # regex, case-insensitive, searched in the validation row's framework text
-    engine: str
-    version: Optional[str] = None  # None: the version written after the match, else fallback_version
-    fallback_version: Optional[str] = None  # None: the engine's default profile
-    note: str
-
-
-class DefaultEngine(_Frozen):
-    engine: str
-    version: str
-    reason: str
-
-
-class EngineCatalog(_Frozen):
-    default: DefaultEngine
-    profiles: tuple[EngineProfile, ...]
-    frameworks: tuple[FrameworkRule, ...]
-
-    @model_validator(mode="after")
-    def _one_default_each(self):
-        for name in {p.name for p in self.profiles}:
-            n = sum(p.default for p in self.profiles if p.name == name)
-            if n != 1:
-                raise ValueError(f"engine={name!r} has {n} default profiles; allowed: exactly 1")
-        return self
-
+from .engine_schema import (  # noqa: F401  (re-exported: the schema's types are part of this module's API)
+    GIB, MIB, Cited, CudaGraphs, DefaultEngine, EngineCatalog, EngineProfile, Flags, FrameworkRule, KvSizing,
+    OutputEstimate, Platform, ReqPool, SglangAuto, Tier, Tiered, TrtBench, VersionRange)
 
 _LEAF_KEYS = ("value", "tiers", "kind", "min")  # cited value, tier table, rule, range: replaced whole
 
@@ -258,6 +75,8 @@ def load_engines() -> EngineCatalog:
     return EngineCatalog(default=raw["default"], profiles=tuple(done.values()), frameworks=raw["frameworks"])
 
 
+# ---------------------------------------------------------------- versions
+
 def _vtuple(v: str) -> tuple[int, ...]:
     m = re.match(r"v?(\d+(?:\.\d+)*)", v.strip().lower())
     if m is None:
@@ -265,29 +84,106 @@ def _vtuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in m.group(1).split("."))
 
 
+def _trim(t: tuple[int, ...]) -> tuple[int, ...]:
+    """0.17.0 -> 0.17: trailing zeros do not make another version (compare trimmed tuples: (1,) = (1, 0))."""
+    while len(t) > 1 and t[-1] == 0:
+        t = t[:-1]
+    return t
+
+
 def _in_range(v: tuple[int, ...], r: VersionRange) -> bool:
-    return _vtuple(r.min) <= v and (r.below is None or v < _vtuple(r.below))
+    v = _trim(v)
+    return _trim(_vtuple(r.min)) <= v and (r.below is None or v < _trim(_vtuple(r.below)))
 
 
-def get_engine(name: str, version: Optional[str] = None) -> EngineProfile:
-    """The profile of ``name`` covering ``version`` (exact id, else the range that contains it)."""
+def _numbered(p: EngineProfile) -> Optional[tuple[int, ...]]:
+    try:
+        return _vtuple(p.version)
+    except ValueError:
+        return None
+
+
+def _span(p: EngineProfile) -> str:
+    return f"{p.covers.min} <= version < {p.covers.below}" if p.covers.below else f"versions >= {p.covers.min}"
+
+
+class Resolution(NamedTuple):
+    """The profile an (engine, version) names, and the substitution note (None: the profile is that version)."""
+    profile: EngineProfile
+    note: Optional[str] = None
+
+
+def resolve_version(name: str, version: Optional[str] = None) -> Resolution:
+    """The profile of ``name`` for ``version`` by the module docstring's rule, with its substitution note."""
     cat = load_engines()
-    names = sorted({p.name for p in cat.profiles})
     key = name.strip().lower()
     mine = [p for p in cat.profiles if p.name == key]
     if not mine:
-        raise ValueError(f"engine={name!r} unknown; allowed: {', '.join(names)}")
-    if version is None:
-        return next(p for p in mine if p.default)
+        raise ValueError(f"engine={name!r} unknown; allowed: {', '.join(sorted({p.name for p in cat.profiles}))}")
+    default = next(p for p in mine if p.default)
+    asked = (version or "").strip()
+    if not asked:
+        return Resolution(default)
     for p in mine:
-        if p.version == version.strip().lstrip("v"):
-            return p
-    v = _vtuple(version)
-    for p in mine:
-        if _in_range(v, p.covers):
-            return p
-    spans = ", ".join(f"{p.covers.min}-{p.covers.below or 'newest'} ({p.version})" for p in mine)
-    raise ValueError(f"engine_version={version!r} not covered for {key}; allowed: {spans}")
+        if p.version == asked.lstrip("vV"):
+            return Resolution(p)
+    v = _trim(_vtuple(asked))
+    numbered = sorted(((_trim(t), p) for p in mine if (t := _numbered(p)) is not None), key=lambda x: x[0])
+    if not numbered:
+        return Resolution(default, f"engine {key} {asked} predicted with the {default.key} profile: {key} has one "
+                                   f"profile for every version")
+    for t, p in numbered:
+        if t == v:
+            return Resolution(p)
+    majors = sorted({t[0] for t, _ in numbered})
+    if v[0] not in majors:
+        spans = ", ".join(f"{p.key} ({_span(p)})" for _, p in numbered)
+        raise ValueError(f"engine_version={version!r} is outside every {key} profile (major version "
+                         f"{' or '.join(map(str, majors))}); allowed: {spans}")
+    covering = [p for _, p in numbered if _in_range(v, p.covers)]
+    older = [p for t, p in numbered if t <= v]
+    if covering:
+        p, why = covering[0], f"no profile of its own; {covering[0].key} stands for {_span(covering[0])}"
+    elif older:
+        p, why = older[-1], f"no profile covers it; {older[-1].key} is the newest profile not newer than it"
+    else:
+        p, why = numbered[0][1], f"older than every {key} profile; {numbered[0][1].key} is the oldest"
+    newest_t, newest = numbered[-1]
+    if v > newest_t and p is newest:
+        why += f"; newer than every {key} version checked (newest {newest.version}): its defaults are assumed unchanged"
+    return Resolution(p, f"engine {key} {asked} predicted with the {p.key} profile: {why}")
+
+
+def get_engine(name: str, version: Optional[str] = None) -> EngineProfile:
+    """The profile of ``name`` for ``version`` (its own, else the nearest: ``resolve_version``)."""
+    return resolve_version(name, version).profile
+
+
+def _split(engine: str | None, version: str | None = None) -> tuple[str, Optional[str]]:
+    if engine is None:
+        return default_engine()
+    if "@" in engine:
+        engine, version = engine.split("@", 1)
+    return engine, version
+
+
+def profile_of(engine: str | None = None, version: str | None = None) -> EngineProfile:
+    """The engine profile named (``vllm``, ``vllm@0.6.3``, ``sglang``, ``trtllm``; None: the default)."""
+    return get_engine(*_split(engine, version))
+
+
+def engine_note(engine: str | None = None, version: str | None = None) -> Optional[str]:
+    """The substitution note of the profile named (None: it is the version asked, or none was asked)."""
+    return resolve_version(*_split(engine, version)).note
+
+
+def platform_notes(profile: EngineProfile, vendor: str) -> list[str]:
+    """The profile's cited notes for a GPU of ``vendor`` (engines.yaml ``platforms``), e.g. vLLM on ROCm."""
+    out = []
+    for key, pl in profile.platforms.items():
+        if pl is not None and pl.vendor.lower() == (vendor or "").strip().lower():
+            out += [f"{profile.key} on {key} ({pl.source}): {n}" for n in pl.notes]
+    return out
 
 
 def default_engine() -> tuple[str, str]:
@@ -295,30 +191,51 @@ def default_engine() -> tuple[str, str]:
     return d.engine, d.version
 
 
+# ---------------------------------------------------------------- framework text
+
+#: what may stand between an engine's name and its version: an image name and a tag colon
+#: (``vllm/vllm-openai:v0.10.1``, ``sglang-rocm:v0.5.6``), else at most one of ``== = @ : _ / -`` with spaces
+_AFTER_NAME = r"(?:[-/][a-z][\w-]*:|[ \t]*(?:==|[=@:_/-])?[ \t]*)v?(\d+(?:\.\d+)+|\d+\.x)(?![\d])"
+
+
+def version_after_name(text: str, names: str) -> Optional[str]:
+    """The first version written right after an occurrence of the engine's ``names`` regex, else None."""
+    m = re.search(f"(?:{names}){_AFTER_NAME}", text, flags=re.IGNORECASE)
+    return m.group(1).lower().replace(".x", ".0") if m else None
+
+
+def framework_rule(text: str) -> Optional[FrameworkRule]:
+    """The first ``frameworks`` rule whose pattern matches the text (None: no engine recognized)."""
+    return next((r for r in load_engines().frameworks if re.search(r.pattern, text, flags=re.IGNORECASE)), None)
+
+
+def framework_resolution(text: str, version: Optional[str] = None) -> tuple[FrameworkRule, Resolution]:
+    """The first ``frameworks`` rule matching a row's framework text, and the profile it names: the rule's
+    fixed version, else ``version`` (the row's ``engine_version``: a version, or text read like the
+    framework's, 'vLLM 0.10.0 (rocm/vllm-dev, ...)'; text naming none is noted), else the version right
+    after the engine's name, else the rule's ``fallback_version`` (None: the engine's default profile)."""
+    r = framework_rule(text)
+    if r is None:
+        allowed = ", ".join(r.pattern for r in load_engines().frameworks)
+        raise ValueError(f"framework={text!r} matches no engine rule; allowed patterns: {allowed}")
+    if r.version is not None:
+        return r, resolve_version(r.engine, r.version)
+    names, given, unread = r.names or r.pattern, (version or "").strip(), None
+    if given and not re.match(r"v?\d", given, flags=re.IGNORECASE):  # free text ('vLLM 0.10.0 (rocm/...)')
+        found = version_after_name(given, names)
+        if found is None:
+            unread = f"engine_version={given!r} names no {r.engine} version right after the engine's name"
+        given = found or ""
+    res = resolve_version(r.engine, given or version_after_name(text, names) or r.fallback_version)
+    return r, res if unread is None else Resolution(res.profile, "; ".join(x for x in (unread, res.note) if x))
+
+
 def engine_for_framework(text: str) -> tuple[str, str]:
-    """(engine, profile version) for a validation row's ``framework`` text, by the first matching rule."""
-    for r in load_engines().frameworks:
-        m = re.search(r.pattern, text, flags=re.IGNORECASE)
-        if m is None:
-            continue
-        if r.version is not None:
-            return r.engine, get_engine(r.engine, r.version).version
-        found = re.search(r"v?(\d+\.\d+(?:\.\d+)?|\d+\.x)", text[m.end():])
-        v = found.group(1).replace(".x", ".0") if found else r.fallback_version
-        return r.engine, get_engine(r.engine, v).version
-    allowed = ", ".join(r.pattern for r in load_engines().frameworks)
-    raise ValueError(f"framework={text!r} matches no engine rule; allowed patterns: {allowed}")
-
-
-def profile_of(engine: str | None = None, version: str | None = None) -> EngineProfile:
-    """The engine profile named (``vllm``, ``vllm@0.6.3``, ``sglang``, ``trtllm``; None: the default)."""
-    if engine is None:
-        engine, version = default_engine()
-    if "@" in engine:
-        engine, version = engine.split("@", 1)
-    return get_engine(engine, version)
+    """(engine, profile version) for a validation row's ``framework`` text (``framework_resolution``)."""
+    p = framework_resolution(text)[1].profile
+    return p.name, p.version
 
 
 def profile_for_framework(text: str) -> EngineProfile:
     """The profile a validation row's ``framework`` text names (engines.yaml ``frameworks``)."""
-    return get_engine(*engine_for_framework(text))
+    return framework_resolution(text)[1].profile

@@ -41,8 +41,8 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
     attention data parallel: E/ep experts per GPU, each split expert_tp ways); router over tp; norms
     replicated. Each component at its stored format (dtypes.component_weight_bytes: the weight format
     where the deployment, or the checkpoint, quantizes it; else 16-bit). The first stage adds the
-    embedding (and OPT-style embedding projections), the last the LM head and final norm (vocab-parallel
-    over tp).
+    embedding (and OPT-style embedding projections, BLOOM's embedding LayerNorm, replicated), the last the
+    LM head and final norm (vocab-parallel over tp).
     """
     hb = bytes_per_element(dt.high_precision)
     p = count_params(m)
@@ -60,7 +60,7 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
     for i, groups in enumerate(stages):
         load = sum(layer_bytes(g) for g in groups)
         if i == 0:
-            load += (p.embedding + p.embed_projection) * hb / par.tp
+            load += (p.embedding + p.embed_projection) * hb / par.tp + norm_params(m) * hb * m.embedding_norm
         if i == len(stages) - 1:
             load += p.lm_head * hb / par.tp + norm_params(m) * hb * m.final_norm
         loads.append(load)

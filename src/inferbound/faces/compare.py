@@ -13,6 +13,18 @@ workloads/max_throughput.py, workloads/serving.py); a row holds TTFT, TPOT, tok/
 J per output token, $ per million output tokens, whether it fits, the decode bound, and each figure's
 ratio to the first deployment's (value / first; None where either is missing). Keys are validated
 against the declarations of options.py: an unknown key is refused naming it and the allowed ones.
+An example file: docs/deployments.yaml.
+
+A deployment that does not fit (no request fits its KV cache in a steady state; weights over memory)
+is a row marked ``fits=False`` with the reason among its warnings, not an error that stops the others;
+in the steady states its figures are None. So is a deployment that fits but cannot serve the workload's
+``rate`` (bound ``overloaded``). Bad input (an unknown key, a layout the model cannot take)
+still stops the comparison with the one-line error of that deployment.
+
+Rows are labelled by everything that differs between the deployments (``labels``): the layout
+(``Deployment.label()``: GPUs, TP/PP/EP/DP, attention DP, nodes), then, where the deployments differ,
+the model, the storage and compute formats, the engine profile and any other option of the file
+(``speculative=eagle``, ``block_size=32``); a ``label:`` key replaces it.
 """
 from __future__ import annotations
 
@@ -124,10 +136,11 @@ def _figures(dep, w: dict) -> tuple[dict, bool, str, list]:
                  "tok_s_per_user": e.tok_s_per_user, "joules_per_token": en["joules_per_output_token"],
                  "usd_per_mtok": en.get("usd_per_million_output_tokens")}, e.fits, e.decode.bound, list(e.warnings))
     if scenario == "max-throughput":
-        r = max_throughput(dep, input_len=i, output_len=o, num_requests=w.get("requests", 10_000), lengths=lengths)
+        r = max_throughput(dep, input_len=i, output_len=o, num_requests=w.get("requests", 10_000), lengths=lengths,
+                           concurrency=w.get("concurrency"))
         return ({"ttft_ms": None, "tpot_ms": r.step_time_s * 1e3, "tok_s_per_gpu": r.output_tok_s_per_gpu,
                  "tok_s_per_user": r.tok_s_per_user, "joules_per_token": r.joules_per_output_token,
-                 "usd_per_mtok": r.usd_per_million_output_tokens}, True, r.bound, list(dep.warnings))
+                 "usd_per_mtok": r.usd_per_million_output_tokens}, True, r.bound, list(dep.warnings) + r.notes)
     s = serving(dep, rate=w.get("rate"), concurrency=w.get("concurrency"), think_time=w.get("think_time", 0.0),
                 input_len=i, output_len=o, lengths=lengths)
     return ({"ttft_ms": s.ttft_s["mean"] * 1e3, "tpot_ms": s.tpot_s * 1e3, "tok_s_per_gpu": s.output_tok_s_per_gpu,
@@ -141,17 +154,84 @@ def _ratio(v, first):
     return v / first
 
 
+#: file keys the layout label (Deployment.label) or an aspect of ``_aspects`` already names
+_NAMED = {"label", "model", "gpu", "num_gpus", "tp", "pp", "ep", "dp", "nodes", "attention_dp",
+          "weight_dtype", "act_dtype", "kv_dtype", "engine"}
+
+
+def _aspects(dep, values: dict) -> dict:
+    """What a row's label may name beside its layout: model, formats, engine, the file's other options."""
+    w, c, kv = dep.dtypes.weight, dep.compute_dtype, dep.dtypes.kv_dtype
+    formats = w if w == c == kv else f"{w} weights, {c} compute, KV {kv}"
+    out = {"model": dep.model.name, "formats": formats, "engine": dep.engine or "default engine"}
+    for k in sorted(set(values) - _NAMED):
+        out[k] = values[k]
+    return out
+
+
+def _show(name: str, v) -> str:
+    if name in ("model", "engine", "formats"):
+        return str(v)
+    if v is None:
+        return f"{name} default"
+    if isinstance(v, bool):
+        return name if v else f"no {name}"
+    if isinstance(v, (tuple, list)):
+        v = ",".join(str(x) for x in v)
+    return f"{name}={v}"
+
+
+def labels(deps: list, values: list[dict]) -> list[str]:
+    """Each row's label: its ``label:`` if given, else its layout, then every aspect (``_aspects``) whose
+    value is not the same for all rows, in a fixed order; unlabelled rows still alike get their position (#i)."""
+    aspects = [_aspects(d, v) for d, v in zip(deps, values)]
+    names = list(dict.fromkeys(k for a in aspects for k in a))
+    differ = [k for k in names if len({repr(a.get(k)) for a in aspects}) > 1]
+    out = [v.get("label") or ", ".join([d.label()] + [_show(k, a.get(k)) for k in differ])
+           for d, v, a in zip(deps, values, aspects)]
+    return [f"{t} #{i + 1}" if out.count(t) > 1 and not v.get("label") else t
+            for i, (t, v) in enumerate(zip(out, values))]
+
+
+def _fits_one(dep, w: dict) -> bool:
+    """Whether one request's weights and KV fit the deployment (the static estimate at batch 1)."""
+    return estimate(dep, batch=1, input_len=w.get("input_len", 1024), output_len=w.get("output_len", 256)).fits
+
+
+def _not_fitting(dep, w: dict, err: ValueError) -> tuple[dict, bool, str, list]:
+    """A steady state that refused the deployment because nothing fits: a marked row, or the error again
+    when the deployment fits one request (then the refusal is about the input, and stands)."""
+    msg = str(err)
+    if msg.startswith("rate=") and " overloads " in msg:  # serving.py: fits, but cannot keep up with the rate
+        return {m: None for m in METRICS}, True, "overloaded", [f"{msg}; no figures"] + list(dep.warnings)
+    if not msg.startswith("no request") and _fits_one(dep, w):
+        raise err
+    return ({m: None for m in METRICS}, False, "does not fit",
+            [f"does not fit: {msg}; no figures"] + list(dep.warnings))
+
+
 def compare(workload: dict, deployments: list[dict]) -> list[CompareRow]:
-    """One row per deployment (module docstring); the first is the reference of the ratios."""
-    rows = []
-    for i, d in enumerate(deployments):
+    """One row per deployment (module docstring); the first is the reference of the ratios. A deployment
+    that does not fit is a marked row (``fits=False``), not an error."""
+    given, built, figures = [], [], []
+    for i, d in enumerate(deployments):  # may be a generator that paces the work (web/routes_compare.py)
+        given.append(d)
         try:
             dep = _deployment(d)
-            metrics, fits, bound, warnings = _figures(dep, workload)
+            try:
+                got = _figures(dep, workload)
+            except ValueError as e:
+                if workload.get("scenario", "static") == "static":
+                    raise
+                got = _not_fitting(dep, workload, e)
         except ValueError as e:
             raise ValueError(f"deployments[{i}]: {e}") from None
-        rows.append(CompareRow(label=d.get("label") or dep.label(), deployment=dep.label(), fits=fits, bound=bound,
-                               metrics=metrics, warnings=warnings))
+        built.append(dep)
+        figures.append(got)
+    names = labels(built, given)
+    rows = [CompareRow(label=name, deployment=dep.label(), fits=fits, bound=bound,
+                       metrics=metrics, warnings=warnings)
+            for dep, name, (metrics, fits, bound, warnings) in zip(built, names, figures)]
     first = rows[0].metrics
     for r in rows:
         r.ratio = {k: _ratio(r.metrics.get(k), first.get(k)) for k in METRICS}

@@ -110,8 +110,9 @@ DEPLOYMENT: tuple[Opt, ...] = (
     CALIBRATION,
 )
 
-ENGINE_OPT = _o("engine", "str", None, "serving engine profile: vllm, sglang, trtllm, gpt-fast, llama.cpp, or "
-                f"NAME@VERSION (default: {_default_engine()}, data/engines.yaml)")
+ENGINE_OPT = _o("engine", "str", None, "serving engine profile: vllm, sglang, trtllm, atom, gpt-fast, llama.cpp, or "
+                f"NAME@VERSION (a version without a profile of its own: the nearest, noted; default: "
+                f"{_default_engine()}, data/engines.yaml)")
 ENGINE: tuple[Opt, ...] = (
     ENGINE_OPT,
     _o("block_size", "int", None, "KV block (page) tokens (default: the engine's)", ge=1, api_le=4096),
@@ -181,9 +182,11 @@ SCENARIO = _o("scenario", "str", "static", "static (one batch), max-throughput (
 #: the scenario of `estimate` (and of compare.py workloads)
 ESTIMATE: tuple[Opt, ...] = (
     SCENARIO,
-    REQUESTS.but(default=10_000, help="requests issued (max-throughput)", api_le=MAX_OFFLINE_REQUESTS),
+    REQUESTS.but(default=10_000, help="requests issued (max-throughput; serving --concurrency: the run's prompts, "
+                 "1000 when not given, as vllm bench serve)", api_le=MAX_OFFLINE_REQUESTS),
     RATE,
-    CONCURRENCY,
+    CONCURRENCY.but(help="serving: N closed-loop clients (each sends its next request when the previous completes); "
+                         "max-throughput: the requests in flight (trtllm-bench --concurrency), at least N issued"),
     THINK_TIME,
 )
 
@@ -192,7 +195,8 @@ INPUT_DIST = _o("input_dist", "str", None, "prompt length distribution: fixed, u
 OUTPUT_DIST = _o("output_dist", "str", None, "output length distribution (as --input-dist)")
 TRACE = _o("trace", "path1", None, "CSV or JSONL trace: arrival_s (or timestamp), input_len, output_len", api=False)
 DATASET = _o("dataset", "str", None, f"a bundled request-length profile (data/datasets.yaml): "
-             f"{', '.join(dataset_names())}; its published means replace --input/--output where it has them")
+             f"{', '.join(dataset_names())} (any case); its measured length classes, else its published "
+             f"means, replace --input/--output")
 #: request lengths beyond fixed --input/--output (workloads/lengths.workload_mix)
 LENGTHS: tuple[Opt, ...] = (INPUT_DIST, OUTPUT_DIST, TRACE, DATASET)
 
@@ -358,3 +362,20 @@ def engine_options(values: dict) -> dict:
     rename = {"kv_reservation": "reservation"}
     return {rename.get(o.name, o.name): values.get(o.name) for o in ENGINE
             if o.name != "engine" and values.get(o.name) is not None}
+
+
+# ---- inferbound bench (bench/): the serve command and the load tool's own command line ----
+BENCH: tuple[Opt, ...] = (
+    _o("serve_command", "str", None, "the deployment as its launch command, quoted: vllm serve MODEL [flags], "
+       "python -m sglang.launch_server --model-path MODEL [flags] or trtllm-serve MODEL [flags] (not for "
+       "trtllm-bench, which launches its own engine from its flags)", flags=("--serve",),
+       api=False),
+    by_name(DEPLOYMENT)["gpu"],
+    ENGINE_OPT.but(help="engine profile version for the serve command's engine, NAME@VERSION (default: its "
+                        "data/engines.yaml default)", api=False),
+    JSON.but(help="print the tool's own result JSON instead of its text block"),
+    _o("load_command", "argv", REQUIRED, "after --: the load tool's command line (vllm bench serve ..., python "
+       "benchmarks/benchmark_serving.py ..., python -m sglang.bench_serving ..., genai-perf profile ..., "
+       "trtllm-bench -m MODEL throughput|latency ..., guidellm benchmark ...)",
+       argument=True, api=False),
+)

@@ -50,6 +50,21 @@ def native_act_dtypes(gpu: GPU) -> list[str]:
     return [d for d in ACT_DTYPES if gpu.supports(d)]
 
 
+def quantized_act_dtype(gpu: GPU, weight_dtype: str) -> str | None:
+    """The activation format fp8 / fp4 weights run at on ``gpu`` when nothing says otherwise: the weight format
+    itself (W8A8 fp8, W4A4 NVFP4 GEMMs) where ``gpu`` has tensor cores for it, else None (weight-only, at
+    16 bits). Engines choose so: vLLM's ``Fp8LinearMethod`` (vllm/model_executor/layers/quantization/fp8.py,
+    ``use_marlin = not current_platform.has_device_capability(89)``) and docs/features/quantization/fp8.md
+    ("Ada Lovelace, Hopper, and Blackwell GPUs are supported for W8A8. Turing/Ampere GPUs are supported for
+    W8A16 (weight-only FP8) utilizing Marlin kernels"); compressed-tensors FP8-dynamic the same; SGLang's
+    fp8 and TensorRT-LLM's FP8 run fp8 GEMMs on SM89+; NVFP4 runs FP4 GEMMs on Blackwell (SM100, ModelOpt
+    NVFP4 / TensorRT-LLM), else vLLM's FP4 Marlin weight-only kernels (modelopt.py ``ModelOptNvFp4LinearMethod``).
+    Which GPU has which tensor cores is the catalog's (data/hardware.yaml peaks, ``gpu.supports``)."""
+    if weight_dtype in NATIVE_FLOAT_WEIGHTS and gpu.supports(weight_dtype):
+        return weight_dtype
+    return None
+
+
 def resolve_compute_dtype(gpu: GPU, weight_dtype: str, act_dtype: str, emulate: bool = False) -> str:
     """Return the dtype whose peak the matmuls run at (see module docstring for the rules).
 

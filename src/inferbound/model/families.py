@@ -124,7 +124,9 @@ def _mla(r: Reader) -> dict | None:
 # ---------------------------------------------------------------------- families with their own layout
 def gpt2(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
     """GPT-2 (modeling_gpt2.py): Conv1D c_attn/c_proj/c_fc with biases, 2 LayerNorms, learned positions;
-    GPT-J (modeling_gptj.py): q/k/v/out without bias, one LayerNorm (parallel), LM head with a bias."""
+    with ``add_cross_attention`` each block adds a cross-attention (GPT2Attention(is_cross_attention=True))
+    and ``ln_cross_attn``. GPT-J (modeling_gptj.py): q/k/v/out without bias, one LayerNorm (parallel), LM
+    head with a bias."""
     c = core(r, fam, defaults, size_defaults, layers=("n_layer", "num_hidden_layers"),
              hidden=("n_embd", "hidden_size"), heads=("n_head", "num_attention_heads"))
     n, d = c["n"], c["d"]
@@ -134,6 +136,7 @@ def gpt2(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
         hidden_size=d, num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
         intermediate_size=ff, gated_mlp=False, qkv_bias=not j, out_bias=not j, mlp_bias=True,
         layernorm_bias=True, norms_per_layer=1 if j else 2, parallel_attention=j, lm_head_bias=j,
+        cross_attention=False if j else r.bool("add_cross_attention", False),
         learned_positions=0 if j else r.int("n_positions", "max_position_embeddings", default=1024, kind="tokens"),
         tie_embeddings=r.bool("tie_word_embeddings", bool(defaults["tie_word_embeddings"])),
         layers=group_layers([("full", None, False, "attention", True)] * n))

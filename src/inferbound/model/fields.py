@@ -55,7 +55,10 @@ def core(r: Reader, fam: str, defaults: dict, size_defaults: dict, layers=("num_
     if not need_heads:
         return out
     h = r.int(*heads, kind="heads")
-    kv = sized(r, fam, defaults, size_defaults, "num_key_value_heads", fallback=h, kind="heads")
+    if "num_key_value_heads" in r.raw and r.raw["num_key_value_heads"] is None:
+        kv = h  # an explicit null: the config classes' __post_init__ sets one KV head per query head
+    else:  # absent: the class's own default (data/model_families.yaml, warned), else one per query head
+        kv = sized(r, fam, defaults, size_defaults, "num_key_value_heads", fallback=h, kind="heads")
     hd = r.opt_int("head_dim", kind="width")
     if hd is None and "head_dim" in size_defaults:
         hd = sized(r, fam, defaults, size_defaults, "head_dim")

@@ -2,7 +2,8 @@
 
 Each function follows its transformers 5 modeling file (``models/<family>/modeling_<family>.py``):
 
-- ``mamba`` / ``falcon_mamba``: every block is RMSNorm + Mamba-1 mixer, no MLP; E = int(expand·d),
+- ``mamba`` / ``falcon_mamba``: every block is RMSNorm + Mamba-1 mixer, no MLP; E = ``intermediate_size``
+  when the config stores it (it overrides expand), else int(expand·d);
   Δ rank ``time_step_rank`` ("auto" = ceil(d/16)); FalconMamba's extra B/C/Δ norms have no weights.
 - ``mamba2``: every block is RMSNorm + Mamba-2 mixer, no MLP; E = int(expand·d).
 - ``jamba``: attention where i % attn_layer_period == attn_layer_offset, Mamba-1 elsewhere (with RMSNorm
@@ -13,8 +14,9 @@ Each function follows its transformers 5 modeling file (``models/<family>/modeli
   Qwen2-MoE-style experts with a gated shared expert.
 - ``nemotron_h``: one block per entry of ``layers_block_type`` / ``hybrid_override_pattern``
   (M Mamba-2, * attention, - MLP, E MoE), each RMSNorm + that mixer; MLP and experts are up/down (relu²);
-  one shared expert of ``moe_shared_expert_intermediate_size``; router with a stored score-correction
-  bias; Mamba-2 width mamba_num_heads·mamba_head_dim.
+  one shared expert of ``moe_shared_expert_intermediate_size`` (biases with ``mlp_bias``, the routed
+  experts never); router with a stored score-correction bias; Mamba-2 width mamba_num_heads·mamba_head_dim;
+  the output head is never tied (``_tied_weights_keys = {}``), whatever ``tie_word_embeddings`` says.
 - ``falcon_h1``: every layer runs attention and Mamba-2 side by side, then a gated MLP; Mamba-2 width
   ``mamba_d_ssm`` (else int(mamba_expand·d)); its in_proj bias is ``mamba_proj_bias``, out_proj's
   ``projectors_bias``; the gated norm only with ``mamba_rms_norm``.
@@ -70,7 +72,10 @@ def _tie(r: Reader, defaults: dict) -> bool:
 def mamba(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
     c = core(r, fam, defaults, size_defaults, need_heads=False)
     d = c["d"]
-    ssm = MambaSpec(d_inner=_expand(r, fam, size_defaults, "expand", d),
+    # MambaConfig / FalconMambaConfig.__post_init__ set intermediate_size = int(expand * hidden) and then apply
+    # the file's keys, so a stored intermediate_size wins (tiiuae/falcon-mamba-7b: expand 16, intermediate 8192)
+    d_inner = r.opt_int("intermediate_size", kind="width") or _expand(r, fam, size_defaults, "expand", d)
+    ssm = MambaSpec(d_inner=d_inner,
                     d_state=sized(r, fam, defaults, size_defaults, "state_size"),
                     d_conv=sized(r, fam, defaults, size_defaults, "conv_kernel"),
                     dt_rank=_dt_rank(r, "time_step_rank", d), conv_bias=flag(r, defaults, "use_conv_bias"),
@@ -219,15 +224,19 @@ def nemotron_h(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict
         moe = MoE(num_experts=n_exp, top_k=top_k(r, n_exp, "num_experts_per_tok"),
                   expert_intermediate_size=sized(r, fam, defaults, size_defaults, "moe_intermediate_size"),
                   num_shared_experts=1 if sh else 0, shared_intermediate_size=sh, router_bias=True,
-                  expert_bias=False, latent_size=r.opt_int("moe_latent_size", kind="width"))
+                  expert_bias=False, shared_expert_bias=flag(r, defaults, "mlp_bias"),
+                  latent_size=r.opt_int("moe_latent_size", kind="width"))
     if r.int("num_nextn_predict_layers", default=0, kind="small"):
         r.warn("num_nextn_predict_layers: the MTP blocks are not counted (transformers does not build them)")
+    if r.bool("tie_word_embeddings", False):
+        r.warn("tie_word_embeddings=true is not applied: NemotronHForCausalLM never ties its output head "
+               "(transformers modeling_nemotron_h.py: _tied_weights_keys = {}); the LM head is counted")
     table = {"mamba2": ("full", None, False, "mamba2", False), "attention": ("full", None, False, "attention", False),
              "mlp": ("full", None, False, "none", True), "moe": ("full", None, True, "none", True)}
     return dict(hidden_size=d, **_attention(c), vocab_size=c["vocab"],
                 intermediate_size=sized(r, fam, defaults, size_defaults, "intermediate_size") if "mlp" in kinds else 0,
                 gated_mlp=False, mlp_bias=flag(r, defaults, "mlp_bias"), norms_per_layer=1,
-                tie_embeddings=_tie(r, defaults), ssm=ssm, moe=moe,
+                tie_embeddings=False, ssm=ssm, moe=moe,
                 layers=group_layers([table[k] for k in kinds]))
 
 

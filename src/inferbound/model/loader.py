@@ -1,10 +1,12 @@
 """Read a HuggingFace ``config.json`` into a :class:`ModelSpec`.
 
-Accepts a path to the file or its folder, a HuggingFace id (``meta-llama/Llama-3.1-70B``) found in the
-bundled catalog or the local HuggingFace cache (never the network), a short alias (``llama-3.1-70b``),
-or a variant id of a catalog model (``meta-llama/Llama-3.1-8B-Instruct``, ``nvidia/...-FP8``: rules in
-data/model_variants.yaml, the implied weight dtype noted in ``ModelSpec.quantization`` and
-``ModelSpec.warnings``).
+Accepts a path to the file or its folder, a HuggingFace id (``meta-llama/Llama-3.1-70B``, any case) found
+in the bundled catalog or the local HuggingFace cache (never the network), a short alias (``llama-3.1-70b``,
+``llama-3.3-70b``: ``variants.aliases``), or a variant id of a catalog model
+(``meta-llama/Llama-3.1-8B-Instruct``, ``nvidia/...-FP8``: rules in data/model_variants.yaml, the implied
+weight dtype noted in ``ModelSpec.quantization`` and ``ModelSpec.warnings``). A miss is refused with the
+closest ids and aliases (``variants.suggest``). A multimodal wrapper is read as its ``text_config``, with
+a warning naming the towers left out (``towers.py``).
 
 Interpretation is per family (``families.py``, ``hybrids.py``, every family in ``SUPPORTED``); every field
 is validated before use (``validate.py``): a bad value is a one-line :class:`ConfigError` naming the
@@ -25,10 +27,11 @@ from typing import Any
 
 from ..base.datafiles import data_yaml
 from .families import ALIASES, SUPPORTED, builders
-from .quant import implied_by_id, parse_quantization
+from .quant import implied_by_id, parse_quantization, published
 from .spec import ModelSpec
+from .towers import towers_note
 from .validate import ConfigError, Reader
-from .variants import Variant, resolve_variant
+from .variants import Variant, aliases, resolve_variant, suggest
 
 __all__ = ["ConfigError", "SUPPORTED", "alias_of", "catalog_files", "load_model", "parse_config", "resolve"]
 
@@ -68,7 +71,7 @@ def resolve(source: str) -> tuple[str, dict[str, Any]]:
     files = catalog_files()
     if source in files:
         return source, _read(files[source])
-    by_alias = {alias_of(k): k for k in files}
+    by_alias = {**aliases(sorted(files)), **{k.lower(): k for k in files}}  # short aliases, ids any case
     if source.lower() in by_alias:
         hf_id = by_alias[source.lower()]
         return hf_id, _read(files[hf_id])
@@ -81,9 +84,11 @@ def resolve(source: str) -> tuple[str, dict[str, Any]]:
     if isinstance(found, tuple):
         raise ConfigError(f"model={source!r} matches several catalog models ({', '.join(found)}); "
                           f"name one of them")
+    near = suggest(source, sorted(files))
+    hint = f"did you mean {', '.join(near)}? " if near else ""
     raise ConfigError(
         f"model={source!r} is not a config file, a folder with config.json, a catalog id, alias or a "
-        f"variant of one (models are never downloaded); known aliases: {', '.join(sorted(by_alias))}")
+        f"variant of one (models are never downloaded); {hint}the catalog: `inferbound models`")
 
 
 def _hf_cache_config(hf_id: str) -> Path | None:
@@ -159,18 +164,23 @@ def _unwrap(r: Reader, raw: dict) -> dict:
     """The text config of a multimodal wrapper (Llama 4, Gemma 3, Mistral 3), keeping the wrapper's
     quantization_config and dtype; the wrapper's model_type names the family when the text config has none."""
     if "text_config" not in raw:
-        return raw
+        note = towers_note(raw, r.name)  # a vision_config beside top-level text fields, or a file's own list
+        return {**raw, "_towers_note": note} if note else raw
     text = raw["text_config"]
     if not isinstance(text, dict):
         raise r.error("text_config", text, "is not an object", "a JSON object (the language model's config)")
     if "hidden_size" in raw and raw.get("hidden_size") is not None:
-        return raw
+        note = towers_note(raw, r.name)
+        return {**raw, "_towers_note": note} if note else raw
     inner = dict(text)
     for key in ("quantization_config", "torch_dtype", "dtype", "_variant"):
         if key in raw and key not in inner:
             inner[key] = raw[key]
     if not inner.get("model_type") and isinstance(raw.get("model_type"), str):
         inner["model_type"] = ALIASES.get(raw["model_type"], raw["model_type"])
+    note = towers_note(raw, r.name)  # the vision / audio towers this count leaves out, said in one line
+    if note:
+        inner["_towers_note"] = note
     return inner
 
 
@@ -182,6 +192,7 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
     raw = _unwrap(Reader(raw, name), raw)
     raw = dict(raw)
     variant = raw.pop("_variant", None)
+    towers = raw.pop("_towers_note", None)
     spec_overrides, config_overrides = {}, {}
     for key, value in (overrides or {}).items():
         if key in ModelSpec.model_fields and key not in raw:
@@ -190,6 +201,8 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
             config_overrides[key] = value
     raw.update(config_overrides)
     r = Reader(raw, name)
+    if isinstance(towers, str):
+        r.warn(towers)
     family = _family(r, raw, assume_family)
     defaults, size_defaults = _family_tables(family)
     fields = builders()[family](r, family, defaults, size_defaults)
@@ -222,10 +235,18 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
 def _apply_variant(r: Reader, fields: dict, v: Variant) -> None:
     fields["base_model"] = v.base
     implied = f"; {v.note}" if v.note else ""
-    r.warn(f"{v.typed!r} is not in the catalog: sized as {v.base!r}, the same architecture "
-           f"(id tokens {', '.join(v.dropped)} dropped){implied}")
-    if v.dtype is not None and fields.get("quantization") is None:
+    dropped = f" (id tokens {', '.join(v.dropped)} dropped)" if v.dropped else ""
+    r.warn(f"{v.typed!r} is not in the catalog: sized as {v.base!r}, the same architecture{dropped}{implied}")
+    base_q = fields.get("quantization")
+    shipped = published(r, v.typed, fields["hidden_size"])  # the checkpoint's layout, where data records it
+    if shipped is not None:
+        fields["quantization"] = shipped
+    elif v.dtype is not None and (base_q is None or base_q.weight_dtype != v.dtype):
+        # the base's quantization_config describes the base's checkpoint, not this one: the id's format wins
         fields["quantization"] = implied_by_id(v.dtype, f"implied by the id: {v.note}")
+        if base_q is not None:
+            r.warn(f"{v.typed!r}: the id names {v.dtype} weights, so the base's quantization_config "
+                   f"({base_q.method}: {base_q.weight_dtype} weights) is not used")
 
 
 def _first_error(e: Exception) -> str:

@@ -4,10 +4,12 @@ Counts follow the module shapes transformers 5 builds (exactness is tested again
 device, tests/test_model_exact.py):
 
 - attention (per attention layer): q/k/v/o (+ biases), or MLA's low-rank projections with their two
-  norms; q/k norms (``head``: 2·head_dim; ``full``: (n_heads + n_kv)·head_dim; doubled for LayerNorm
+  norms; GPT-2's cross-attention block (``add_cross_attention``) is a second one of the same shape
+  (q_attn d×d + c_attn d×2d + c_proj d×d, with biases) plus its LayerNorm; q/k norms (``head``: 2·head_dim; ``full``: (n_heads + n_kv)·head_dim; doubled for LayerNorm
   with bias); gpt-oss sinks (n_heads); Qwen3-Next's output gate doubles q_proj;
 - state-space mixers (Mamba, Mamba-2, Gated DeltaNet): ``ssm.py``;
-- MLP (gated: 3·d·ff, plain: 2·d·ff, + biases); experts (E routed + shared); router d·E (+E bias, or
+- MLP (gated: 3·d·ff, plain: 2·d·ff, + biases); experts (E routed + shared, the shared ones with their
+  own bias switch: Nemotron-H's shared expert follows ``mlp_bias``, its routed experts have none); router d·E (+E bias, or
   DeepSeek-V3's stored e_score_correction_bias), Qwen's shared-expert gate (d), Nemotron-H's latent
   projections (2·d·latent);
 - norms (d each, 2d for LayerNorm with bias), embeddings (vocab × width, learned positions), the LM head
@@ -140,14 +142,15 @@ def router_params(m: ModelSpec) -> int:
 def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
     """Parameters of one layer of group ``g``."""
     d = m.hidden_size
-    out = dict(attention=attention_params(m) if g.has_attention else 0,
+    out = dict(attention=attention_params(m) * (1 + m.cross_attention) if g.has_attention else 0,
                ssm=ssm_params(m.ssm, d) if g.ssm_kind is not None else 0,
-               norms=norm_params(m) * m.norms_per_layer)
+               norms=norm_params(m) * (m.norms_per_layer + m.cross_attention))
     if g.moe:
         e = m.moe
         one = expert_params(m)
         out.update(routed_experts=one * e.num_experts, active_routed=one * e.top_k, router=router_params(m),
-                   shared_experts=mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias)
+                   shared_experts=mlp_params(d, e.shared_intermediate_size, m.gated_mlp,
+                                             e.expert_bias if e.shared_expert_bias is None else e.shared_expert_bias)
                    * e.num_shared_experts)
     elif g.mlp:
         out["dense_mlp"] = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias)

@@ -37,6 +37,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..base.datafiles import data_yaml
+
 #: components of ParamCount that hold linear layers inside the decoder layers
 LINEAR = ("attention", "ssm", "dense_mlp", "routed_experts", "shared_experts")
 METHODS = ("mxfp4", "fp8", "awq", "gptq", "compressed-tensors", "modelopt", "bitsandbytes")
@@ -243,8 +245,28 @@ def _modelopt(r, qc: dict) -> Quantization:
                         note=f"ModelOpt {algo}")
 
 
+#: activations of the float formats an id names: the fp8 ids data/model_variants.yaml knows are W8A8 (ModelOpt
+#: FP8 quant_algo FP8 with input scales, llm-compressor FP8-dynamic / FP8-BLOCK with dynamic activations, AMD
+#: Quark FP8-KV, Qwen's -FP8 with activation_scheme dynamic), the fp4 ids ModelOpt NVFP4, W4A4 (``_MODELOPT``);
+#: integer ids (AWQ, GPTQ, bnb) are weight-only.
+_ID_ACTIVATIONS = {"fp8": "fp8", "fp4": "fp4"}
+
+
 def implied_by_id(dtype: str, note: str) -> Quantization:
     """A quantization a repo id's suffix implies (``-FP8``, ``-AWQ``) when its config is not at hand."""
     bits = {"fp8": 8.0, "int8": 8 + 16 / 4096, "int4": 4 + 20 / 128, "fp4": 4 + 8 / 16}[dtype]
     return Quantization(method="id", weight_dtype=dtype, bits_per_weight=bits, components=LINEAR,
-                        source="id", note=note, group_size=128 if dtype == "int4" else None)
+                        source="id", note=note, group_size=128 if dtype == "int4" else None,
+                        activation_dtype=_ID_ACTIVATIONS.get(dtype))
+
+
+def published(r, typed: str, hidden_size: int) -> Quantization | None:
+    """The quantization of the published checkpoint ``typed`` as data/checkpoints.yaml records it (an entry's
+    ``quantization_config``, with its source), read as its own config would be; None when no entry has one."""
+    for formats in (data_yaml("checkpoints.yaml") or {}).values():
+        for entry in formats.values():
+            if str(entry.get("id", "")).lower() == typed.lower() and entry.get("quantization_config"):
+                q = parse_quantization(r, entry["quantization_config"], hidden_size)
+                return q.model_copy(update={"note": f"{q.note}, layout of data/checkpoints.yaml: "
+                                                    f"{entry.get('quantization_source', entry.get('source'))}"})
+    return None

@@ -104,6 +104,7 @@ class MoE(BaseModel):
     num_shared_experts: int = Field(default=0, ge=0)
     shared_intermediate_size: int = Field(default=0, ge=0, description="per shared expert")
     expert_bias: bool = False
+    shared_expert_bias: bool | None = Field(default=None, description="biases of the shared experts; None: as expert_bias")
     router_bias: bool = False
     shared_expert_gate: bool = False
     latent_size: int | None = Field(default=None, ge=1)
@@ -123,7 +124,10 @@ class ModelSpec(BaseModel):
     and all k heads, OLMo-2/OLMoE/Cohere), ``attention_sinks`` (gpt-oss: one learned logit per head),
     ``attention_gate`` (Qwen3-Next: q_proj also emits a per-channel output gate, doubling its width),
     ``final_norm``/``embedding_norm`` (OPT-350m has no final norm, BLOOM normalizes its embeddings),
-    ``word_embed_proj_dim`` (OPT-350m: 512-wide embeddings projected in and out of the 1024-wide model).
+    ``word_embed_proj_dim`` (OPT-350m: 512-wide embeddings projected in and out of the 1024-wide model),
+    ``cross_attention`` (GPT-2 ``add_cross_attention``: each block also holds a cross-attention over encoder
+    states and its LayerNorm; stored weights, run only when encoder states are passed, so not in a
+    decoder-only step's compute or KV cache).
     ``warnings``: every guess the loader made that the user should see (printed by the CLI, carried in
     JSON). ``quantization``: the checkpoint's own quantization (``quant.py``); ``checkpoint_dtype``: the
     dtype its other weights are stored in (``torch_dtype``); ``base_model``: the catalog
@@ -156,6 +160,7 @@ class ModelSpec(BaseModel):
     tie_embeddings: bool = False
     lm_head_bias: bool = Field(default=False, description="the LM head has a bias (GPT-J, Phi)")
     parallel_attention: bool = False
+    cross_attention: bool = False
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
     mla: MLA | None = None

@@ -1,10 +1,17 @@
 """Resolve the repo ids people type (Instruct, chat, base, re-release, vendor-quantized) to a catalog
 architecture, with the weight dtype the id implies. The rules are data (data/model_variants.yaml);
 this module only applies them: split the name on "-", drop fine-tune tokens, release stamps, prefixes
-and quantization tokens, and require exactly one catalog entry whose name reduces to the same tokens.
+and quantization tokens, and require exactly one catalog entry whose name reduces to the same tokens;
+a fine-tune published under another name (``deepseek-ai/DeepSeek-R1-Distill-Llama-70B``) is resolved
+only through the ``based_on`` table, which cites the card naming its base.
+
+Short aliases (``aliases``): each catalog id's name lower-cased (``llama-3.3-70b-instruct``) and, when no
+other entry shares it, the name with the fine-tune tokens and release stamp dropped (``llama-3.3-70b``:
+base and Instruct share the architecture). ``suggest`` gives the closest ids and aliases to a miss.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -61,14 +68,53 @@ def reduce(name: str) -> tuple[tuple[str, ...], str | None, str | None, tuple[st
     return tuple(t.lower() for t in kept), dtype, note, tuple(dropped)
 
 
+def aliases(catalog: list[str]) -> dict[str, str]:
+    """Short alias -> catalog HF id: the lower-cased name of each id, plus its reduced name (fine-tune
+    tokens, release stamp and prefixes dropped, no quantization token) where that is unique."""
+    out = {hf_id.split("/", 1)[-1].lower(): hf_id for hf_id in catalog}
+    reduced: dict[str, list[str]] = {}
+    for hf_id in catalog:
+        core, dtype, _, _ = reduce(hf_id.split("/", 1)[-1])
+        if dtype is None and core:
+            reduced.setdefault("-".join(core), []).append(hf_id)
+    for short, ids in reduced.items():
+        if len(ids) == 1 and short not in out:
+            out[short] = ids[0]
+    return out
+
+
+def suggest(typed: str, catalog: list[str], n: int = 3) -> list[str]:
+    """The catalog ids and aliases closest to ``typed`` (difflib ratio >= 0.6), best first."""
+    names = {hf_id.lower(): hf_id for hf_id in catalog}
+    names.update({a: a for a in aliases(catalog)})
+    return [names[k] for k in difflib.get_close_matches(typed.lower(), list(names), n=n, cutoff=0.6)]
+
+
+def _based_on(typed: str, catalog: list[str]) -> Variant | None:
+    """A fine-tune published under its own name whose model card names a catalog base (``based_on``)."""
+    for repo, row in (rules().get("based_on") or {}).items():
+        if repo.lower() == typed.lower() and row["base"] in catalog:
+            return Variant(typed=typed, base=row["base"], dtype=None,
+                           note=f"its model card names {row['base']} as the base model ({row['source']})",
+                           dropped=())
+    return None
+
+
 def resolve_variant(typed: str, catalog: list[str]) -> Variant | tuple[str, ...] | None:
     """The catalog entry ``typed`` is a variant of: a :class:`Variant`, the tuple of candidates when
     several match, or None when none does (or nothing was dropped: then it is not a variant)."""
+    found = _based_on(typed, catalog)
+    if found is not None:
+        return found
     name = typed.split("/", 1)[-1]
     core, dtype, note, dropped = reduce(name)
-    if not dropped and not name.lower().startswith(tuple(p.lower() for p in rules()["prefixes"])):
-        return None
     hits = [c for c in catalog if reduce(c.split("/", 1)[-1])[0] == core]
+    if not dropped and not name.lower().startswith(tuple(p.lower() for p in rules()["prefixes"])):
+        # nothing to drop: only the base name of a catalog fine-tune (``.../Llama-3.3-70B`` for the
+        # catalog's Llama-3.3-70B-Instruct) is a variant; an exact name under another org is not
+        hits = [c for c in hits if reduce(c.split("/", 1)[-1])[3]]
+        if not hits:
+            return None
     if len(hits) > 1:
         return tuple(sorted(hits))
     if not hits:

@@ -172,6 +172,7 @@ class SearchResult:
     default_frontier: tuple[str, str] = ("tok_s_per_gpu", "tok_s_per_user")
     modes: tuple[str, ...] = ("aggregated",)  # serving modes swept (aggregated, disaggregated or both)
     engine: str = ""  # the serving engine every configuration was evaluated under
+    warnings: list[str] = field(default_factory=list)  # what the faces print as warnings (faces/api.py: a long context)
 
     @property
     def evaluated(self) -> int:
@@ -217,6 +218,7 @@ class SearchResult:
             "evaluated": self.evaluated, "layouts": self.layouts, "feasible": int(np.count_nonzero(self.feasible)),
             "skipped": dict(self.skipped), "skipped_examples": dict(self.skipped_examples),
             "elapsed_s": self.elapsed_s, "notes": list(self.notes),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     def to_csv(self) -> str:

@@ -1,7 +1,7 @@
 """Serving simulator: requests arrive, a vLLM-style scheduler batches them, the step-time model prices steps.
 
 Modules: ``blocks`` (paged KV pool), ``scheduler`` (one replica's continuous batching, chunked prefill,
-preemption), ``event_loop`` (arrivals, replicas, disaggregated prefill/decode and KV transfer), ``ledger``
+preemption; its rules in ``blockrules``, ``apply`` and ``decode_run``), ``event_loop`` (arrivals, replicas, disaggregated prefill/decode and KV transfer), ``ledger``
 (what is recorded), ``metrics`` (summary), ``plot`` (PNG), ``config`` (the engine runtime of the
 deployment: runtime.py, data/engines.yaml), ``sources`` (open- and closed-loop arrivals); requests and
 traces come from workloads/requests.py. The simulator only calls ``StepModel.step``.
@@ -24,7 +24,7 @@ from ..base.datafiles import data_yaml
 from ..deploy.bands import band, error_bands as figure_bands
 from ..deploy.deployment import Deployment, make_deployment
 from ..deploy.prefix import active as prefix_active, request_prefix
-from ..workloads.lengths import from_dataset
+from ..workloads.lengths import dataset_profile, from_dataset
 from ..workloads.requests import Request, poisson, read_trace
 from .config import runtime_with, sim_config
 from .event_loop import Run, simulate_run
@@ -84,7 +84,8 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
              progress: bool | Callable[[int, int], None] = False, **deployment_kwargs) -> SimResult:
     """Simulate serving ``requests`` Poisson arrivals at ``rate`` req/s (``inf``: all at once), a trace,
     or ``concurrency`` closed-loop clients (each sends its next request when the previous completes,
-    after ``think_time`` seconds; ``rate`` is then unused).
+    after a think time drawn per client, exponential of mean ``think_time`` seconds from ``seed``
+    (sources.ClosedLoop); ``rate`` is then unused).
 
     ``trace``: a CSV/JSONL path or a list of :class:`Request` (then rate, requests and lengths are
     unused). The engine (block size, token budget, running-sequence cap, KV allocation, reservation,
@@ -108,7 +109,7 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     for name, v in (("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms), ("slo_e2e_ms", slo_e2e_ms)):
         if v is not None and not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
             raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
-    source = None if concurrency is None else ClosedLoop(concurrency, think_time)
+    source = None if concurrency is None else ClosedLoop(concurrency, think_time, seed)
     if trace is None:
         reqs = poisson(math.inf if source is not None else rate, requests, input_len, output_len, seed,
                        input_dist, output_dist)
@@ -123,6 +124,7 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
     summary = summarize(run, slo)
     summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None,
+                   think_time_s_mean=source.mean_think() if source is not None else None,
                    notes=notes, **_feature_summary(run, cfg))
     return SimResult(summary, run, dep)
 
@@ -159,11 +161,14 @@ def _feature_summary(run: Run, cfg) -> dict:
 def _dataset_lengths(name: str):
     """(input_len, output_len, input_dist, output_dist, notes) of a dataset profile (workloads/lengths.py)."""
     mix = from_dataset(name)  # its errors name the field
-    p = data_yaml("datasets.yaml")["datasets"][name]
+    name, p = dataset_profile(name)  # the name matched case-insensitively
     i, o = int(round(mix.mean_input)), int(round(mix.mean_output))
     if p.get("input_std") is None or p.get("output_std") is None:
         return i, o, None, None, list(mix.notes)
-    return i, o, f"normal:{p['input_mean']}:{p['input_std']}", f"normal:{p['output_mean']}:{p['output_std']}", []
+    note = [f"dataset {name}: simulated with normal(mean, std) lengths from its moments ({p['input_mean']:g}"
+            f"±{p['input_std']:g} in, {p['output_mean']:g}±{p['output_std']:g} out); estimate's steady states use "
+            f"its {len(p['classes'])} measured length classes"] if p.get("classes") else []
+    return i, o, f"normal:{p['input_mean']}:{p['input_std']}", f"normal:{p['output_mean']}:{p['output_std']}", note
 
 
 def _with_progress_bar(dep, reqs, cfg, source=None) -> Run:

@@ -5,8 +5,11 @@ arriving exactly when a step ends joins the next step. A replica is idle when it
 schedule; it plans a step as soon as an event gives it work (arrival, transfer, freed blocks).
 
 Arrivals (``sources.py``): open loop (Poisson, a trace: every arrival time known in advance) or
-closed loop (N clients, each sends its next request when its previous one completes, after an
-optional think time: ``vllm bench serve --max-concurrency``, genai-perf's concurrency mode).
+closed loop (N clients, all starting at t = 0, each sends its next request when its previous one
+completes, after a think time drawn per client, exponential of the given mean (0: back to back):
+``vllm bench serve --max-concurrency``, genai-perf's concurrency mode). A send time the source sets
+when a request finishes is a future event like any other: the loop takes the earlier of the next
+arrival and the next step end, so a client still thinking never blocks a step.
 
 Modes
 - aggregated: ``replicas`` identical replicas; an arrival goes to the one with the fewest outstanding
@@ -22,7 +25,9 @@ Modes
   same deployment.
 
 Events (:class:`StepEnd`, :class:`KVArrival`) sit in one heap ordered by (time, push order), so
-events at the same instant apply in the order they were pushed.
+events at the same instant apply in the order they were pushed. A replica may advance several steps in
+one event (a run of decode-only steps, sim/decode_run.py) while each starts before its horizon: the
+next event that may give it work (``horizon`` in simulate_run); the numbers are the step-by-step ones.
 
 The time-average number of requests in the system (Little's L) is integrated here, event by event,
 independently of the per-request timestamps from which W is computed.
@@ -45,6 +50,7 @@ from ..step.speculative import draft_step_model
 from ..step.table import StepModel
 from ..workloads.requests import Request
 from .blocks import BlockManager, block_bytes_per_gpu
+from .decode_run import may_run
 from .ledger import Ledger
 from .scheduler import Replica
 from .sources import OpenLoop, Source
@@ -74,6 +80,7 @@ class SimConfig:
     device_blocks: int | None = None  # blocks on the GPU; the rest of num_blocks is the host tier (offload.py)
     host_overlap: float = 1.0  # ω of the host-tier reads (offload.py)
     seed: int = 0  # the acceptance draws of speculative decoding
+    decode_runs: bool = True  # advance runs of decode-only steps at once (sim/decode_run.py); False: step by step
 
     @property
     def spec_k(self) -> int:
@@ -203,6 +210,29 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
     touched: list[Replica] = []  # replicas an event may have given work, planned once the instant is applied
     next_arrival = source.next_time()  # only pops and finished requests change it
     pop, push = heapq.heappop, heapq.heappush
+    fixed = type(source) is OpenLoop  # arrival times fixed in advance: no finish brings one forward
+
+    def horizon(runner: bool, last: bool) -> float | None:
+        """The time before which nothing can give the replica being planned work (its steps may run on
+        to it: Replica.start_step), or None. With arrival times fixed in advance and one pool, the next
+        arrival; else the next pending event, once every replica that may end a step before it is in the
+        heap: with one replica, and for the last runner planned at this instant (with fixed arrivals, every
+        runner: decode-only steps hand nothing to the others)."""
+        if fixed and not cfg.disaggregated:
+            return next_arrival
+        if len(replicas) == 1 or (runner and (fixed or last)):
+            return heap[0].t if heap and heap[0].t < next_arrival else next_arrival
+        return None
+
+    def plan(rep: Replica, t: float, until: float | None) -> None:
+        """Plan rep's next step (or run of steps) at t and push its end."""
+        nonlocal seq
+        step = rep.start_step(t, until)
+        if step is not None:
+            rep.busy = True
+            seq += 1
+            push(heap, event_of(StepEnd, (step[0], seq, rep, step[1], step[2])))
+
     event_of = tuple.__new__  # event_of(StepEnd, fields) is StepEnd(*fields), without its Python-level __new__
     while True:
         t = next_arrival
@@ -248,14 +278,16 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
             touched.append(dst)
             in_sys += 1
             next_arrival = source.next_time()
+        runners = []  # replicas that may advance a run of decode-only steps (decode_run.py), planned last
         for rep in touched:
             if not rep.busy:
-                step = rep.start_step(t)
-                if step is not None:
-                    rep.busy = True
-                    seq += 1
-                    end, finished, handoffs = step
-                    push(heap, event_of(StepEnd, (end, seq, rep, finished, handoffs)))
+                if rep.decode_runs and may_run(rep):
+                    if rep not in runners:
+                        runners.append(rep)
+                else:
+                    plan(rep, t, horizon(False, False))
+        for i, rep in enumerate(runners):
+            plan(rep, t, horizon(True, i == len(runners) - 1))
         touched.clear()
     if progress:
         progress(done, n_requests)

@@ -78,6 +78,12 @@ class Ledger:
         self._gap_step.append(gap)
         self._gap_count.append(count)
 
+    def record_equal_gap_run(self, gaps, count: int) -> None:
+        """``count`` gaps of each value of ``gaps``: record_equal_gaps for every step of a run of decode-only
+        steps (sim/decode_run.py) in one call."""
+        self._gap_step.extend(gaps)
+        self._gap_count.extend([float(count)] * len(gaps))
+
     def record_same_time(self, count: int) -> None:
         """``count`` tokens that arrive in the same step as the one before them (accepted drafts): gaps 0."""
         if count:
@@ -89,6 +95,10 @@ class Ledger:
 
     def record_step(self, *fields) -> None:
         self._samples.extend(fields)
+
+    def record_step_values(self, values) -> None:
+        """Samples of several steps at once: their fields in order, step after step (as record_step each)."""
+        self._samples.extend(values)
 
     # -- reading -----------------------------------------------------------------------------------
     def _weighted_gaps(self) -> tuple[np.ndarray, np.ndarray]:

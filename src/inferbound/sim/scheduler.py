@@ -44,16 +44,23 @@ starts when the previous one ends runs in the pipeline's stream, one after idle 
 applied when a step is planned, with token timestamps at its end: nothing else touches a busy replica
 except new arrivals, which only join the queue. Decoding sequences live in :class:`DecodeBatch`
 (named numpy columns), so a step costs a few numpy operations, not a Python loop over the batch.
+
+Parts: this module plans a step (its three phases) and prices it; sim/blockrules.py holds the block,
+admission and preemption rules, sim/apply.py applies a step's tokens at its end, and sim/decode_run.py
+advances runs of decode-only steps at once (``SimConfig.decode_runs``): while nothing waits or
+prefills, up to the next event that may give the replica work (the event loop's ``horizon``), the
+first finish or the first block the pool cannot give, with the numbers of the step-by-step path.
 """
 from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
-
 from ..step.table import StepModel
+from .apply import StepApply
 from .batch import DecodeBatch, Prefilling
+from .blockrules import BlockRules
 from .blocks import BlockManager, blocks_for
+from .decode_run import decode_run, may_run
 from .ledger import Ledger
 from .prefix import PrefixCache
 from .stepcost import StepPricer
@@ -77,7 +84,7 @@ class StepPlan:
         return self
 
 
-class Replica:
+class Replica(BlockRules, StepApply):
     """One replica's scheduler (module docstring): its waiting queue, decoding batch, prefilling prompts
     and block pool; the event loop calls :meth:`start_step` whenever the replica is idle and may have work."""
 
@@ -104,109 +111,24 @@ class Replica:
         self.cache = PrefixCache(pool, pool.block_size) if cfg.prefix_caching and role != "decode" else None
         self.device_blocks = cfg.device_blocks  # None: every block is on the GPU
         self.plan = StepPlan()  # the step being planned (start_step)
-
-    # -- blocks ------------------------------------------------------------------------------------
-    def _room(self, n: int) -> bool:
-        """Whether ``n`` blocks can be allocated now, evicting unreferenced prefix blocks first if needed."""
-        free = self.pool.free
-        if n <= free:
-            return True
-        if self.cache is None or n > free + self.cache.evictable():
-            return False
-        self.cache.reclaim(n - free)
-        return n <= self.pool.free
-
-    def _admission(self, rid: int, cached: int, total: int, tokens: int) -> tuple[int, int, int, int]:
-        """(cached tokens, prefix id, prefix depth, own blocks needed) of admitting ``rid`` with ``cached``
-        tokens in its KV and ``tokens`` scheduled: a request with no KV of its own reuses its resident
-        prefix blocks."""
-        ledger, bs = self.ledger, self.pool.block_size
-        pid, depth = -1, 0
-        if self.cache is not None and cached == 0 and ledger.prefix_id[rid] >= 0:
-            depth = self.cache.hit_blocks(ledger.prefix_id[rid], ledger.prefix_len[rid], total)
-            if depth:
-                pid, cached = ledger.prefix_id[rid], depth * bs
-        if self.reserve_full:  # blocks for the prompt and every output token, taken at once
-            end = ledger.prompt[rid] + ledger.output[rid] - 1 + self.spec_k
-        else:
-            end = min(cached + tokens, total)
-        return cached, pid, depth, blocks_for(end, bs) - depth
-
-    def _release_prefix(self, pid: int, depth: int, t: float) -> None:
-        if self.cache is not None and pid >= 0:
-            self.cache.release(int(pid), int(depth), t)
-
-    def _admissible(self) -> bool:
-        """Whether the first waiting request could be admitted now (prefill-first engines)."""
-        if not self.waiting or self.dec.n + len(self.prefilling) >= self.max_seqs:
-            return False
-        ledger, rid = self.ledger, self.waiting[0]
-        total = ledger.prompt[rid] + ledger.generated[rid]
-        cached, _, _, need = self._admission(rid, ledger.cached[rid], total, self.budget)
-        chunk = min(total - cached, self.budget)
-        if not self.chunked and chunk < total - cached:
-            return False
-        return need <= self.pool.free + (self.cache.evictable() if self.cache is not None else 0)
-
-    # -- preemption --------------------------------------------------------------------------------
-    def _newest(self):
-        """('dec', column) or ('pre', index) of the most recently admitted running sequence."""
-        dec = self.dec
-        j = int(np.argmax(dec.admitted[:dec.n])) if dec.n else -1
-        if self.prefilling and (j < 0 or self.prefilling[-1].admitted > dec.admitted[j]):
-            return "pre", len(self.prefilling) - 1
-        return ("dec", j) if j >= 0 else (None, -1)
-
-    def _evict(self, rid: int, cached: int, blocks: int, pid: int = -1, depth: int = 0) -> float:
-        """Preempt ``rid`` holding ``cached`` tokens in ``blocks`` blocks (and ``depth`` blocks of prefix
-        ``pid``); returns swap-out seconds (a swapped sequence comes back with all its blocks its own)."""
-        ledger = self.ledger
-        self.pool.release(blocks)
-        self._release_prefix(pid, depth, self.last_end)
-        ledger.preempts[rid] += 1
-        self.preemptions += 1
-        self.waiting.appendleft(rid)
-        if self.preemption == "swap":
-            ledger.cached[rid], ledger.host_blocks[rid] = cached, blocks + depth
-            return (blocks + depth) * self.swap_s_per_block
-        ledger.cached[rid], ledger.host_blocks[rid] = 0, 0
-        return 0.0
-
-    def _evict_decoder(self, j: int) -> float:
-        dec, ledger = self.dec, self.ledger
-        rid = int(dec.rid[j])
-        ledger.generated[rid], ledger.last_s[rid] = int(dec.generated[j]), dec.last_of(j)
-        swap = self._evict(rid, int(dec.cached[j]), int(dec.blocks[j]), int(dec.pid[j]), int(dec.depth[j]))
-        dec.remove(j)
-        return swap
-
-    def _evict_prefilling(self, i: int) -> float:
-        entry = self.prefilling.pop(i)
-        return self._evict(entry.rid, entry.cached, entry.blocks, entry.pid, entry.depth)
-
-    def _decode_need(self) -> tuple[np.ndarray, int]:
-        """(blocks each decoding sequence must add for this step's C + k + 1 tokens beyond the H = blocks +
-        depth it holds, their sum): max(⌈(C + k + 1)/bs⌉ − H, 0). Without drafts (k = 0) and with H·bs >= C
-        (its blocks hold its cached tokens) that is 1 where C >= H·bs and 0 elsewhere: the mask is the need."""
-        dec, n, bs = self.dec, self.dec.n, self.pool.block_size
-        if not self.spec_k:
-            held = (dec.blocks[:n] + dec.depth[:n]) * bs if dec.deep else dec.blocks[:n] * bs  # (else depth 0)
-            need = dec.cached[:n] >= held
-            return need, int(np.count_nonzero(need))
-        want = np.ceil((dec.cached[:n] + (1 + self.spec_k)) / bs)
-        want -= dec.blocks[:n]
-        want -= dec.depth[:n]
-        need = np.maximum(want, 0.0, out=want)
-        return need, int(np.add.reduce(need))
+        self.decode_runs = cfg.decode_runs  # runs of decode-only steps at once (decode_run.py)
 
     # -- one step ----------------------------------------------------------------------------------
-    def start_step(self, t: float):
+    def start_step(self, t: float, horizon: float | None = None):
         """Plan and apply a step starting at ``t``; returns (end, finished rids, handoffs) or None if idle.
 
         The three phases of the module docstring, in order: decodes, continued prefills, admissions (only
         if nothing was preempted). ``handoffs``: (rid, blocks) of prefill-role requests whose first token
-        is out and whose KV (still in ``blocks`` blocks here) must move to a decode replica.
+        is out and whose KV (still in ``blocks`` blocks here) must move to a decode replica. ``horizon``:
+        the time of the next event that may give this replica work (the event loop's); with
+        ``SimConfig.decode_runs`` a decode-only batch then advances in one run of steps up to it
+        (sim/decode_run.py: the same steps, applied at once), also right after a planned step that
+        finished nothing and ends before it. None: one step.
         """
+        if horizon is not None and self.decode_runs and may_run(self):
+            run = decode_run(self, t, horizon)
+            if run is not None:
+                return run
         prefill_only = not self.mixed and bool(self.prefilling or self._admissible())  # no decodes this step
         plan = self.plan.reset(self.budget)
         if not prefill_only:
@@ -218,7 +140,11 @@ class Replica:
         n_dec = 0 if prefill_only else self.dec.n
         if n_dec == 0 and not plan.chunks:
             return self._decode_instead(t) if prefill_only and self.dec.n else None
-        return self._run(plan, t, n_dec)
+        out = self._run(plan, t, n_dec)
+        if horizon is not None and self.decode_runs and out[0] < horizon and not out[1] and not out[2] \
+                and may_run(self):  # nothing can come before the next step starts: a run follows on
+            return decode_run(self, out[0], horizon) or out
+        return out
 
     def _schedule_decodes(self, plan: StepPlan) -> None:
         """(1) Every decoding sequence takes k + 1 tokens of the budget (one without speculative decoding)
@@ -337,90 +263,3 @@ class Replica:
         if plan.sched:
             self._apply_chunks(end, plan.sched, finished, handoffs)
         return end, finished, handoffs
-
-    def _apply_decodes(self, start: float, end: float, n: int) -> list[int]:
-        """Advance the ``n`` decoding sequences (all of them: n = dec.n, or 0) by this step's tokens."""
-        if not n:
-            return []
-        dec, ledger = self.dec, self.ledger
-        if self.spec_k:
-            gained = np.minimum(self.pricer.produced(n), dec.target[:n] - dec.generated[:n])
-        else:  # one token each: every decoding sequence has at least one to go (finished ones leave below)
-            gained = 1.0
-        dec.cg[:, :n] += gained  # cached and generated
-        if dec.last_all == start:  # every one decoded in the step before (n = dec.n: all of them decode)
-            ledger.record_equal_gaps(end - start, n)
-        else:
-            ledger.record_gaps(end, dec.lasts(), start)
-        if self.spec_k:
-            got = int(np.add.reduce(gained))  # whole numbers: exact
-            ledger.record_same_time(got - n)
-            ledger.verify_passes += n
-            ledger.verify_tokens += got
-        dec.set_last(end)
-        if not self.spec_k:  # each gained one token: none finished while the bound on what is left stays > 0
-            dec.due -= 1.0
-            if dec.due > 0:
-                return []
-        fin = dec.generated[:n] >= dec.target[:n]
-        if not np.count_nonzero(fin):
-            dec.due = dec.to_go()
-            return []
-        rids = dec.rid[:n][fin].tolist()
-        self.pool.release(int(np.add.reduce(dec.blocks[:n][fin])))  # whole numbers: exact in any order
-        if self.cache is not None:
-            for pid, depth in zip(dec.pid[:n][fin].tolist(), dec.depth[:n][fin].tolist()):
-                self._release_prefix(pid, depth, end)
-        dec.keep(~fin)
-        dec.due = dec.to_go()
-        for rid in rids:
-            ledger.generated[rid] = ledger.output[rid]
-            ledger.finish_s[rid] = end
-        return rids
-
-    def _apply_chunks(self, end: float, sched, finished: list[int], handoffs: list) -> None:
-        ledger = self.ledger
-        for entry, tokens in sched:
-            entry.cached += tokens
-            if self.cache is not None:
-                self._fill_prefix(entry, end)
-            if entry.cached < entry.total:
-                continue
-            rid = entry.rid
-            self.prefilling.remove(entry)
-            g = ledger.generated[rid] = ledger.generated[rid] + 1
-            if g == 1:
-                ledger.first_s[rid] = end
-            else:
-                ledger.record_gap(end - ledger.last_s[rid])
-            ledger.last_s[rid] = end
-            if g >= ledger.output[rid]:
-                ledger.finish_s[rid] = end
-                self.pool.release(entry.blocks)
-                self._release_prefix(entry.pid, entry.depth, end)
-                finished.append(rid)
-            elif self.role == "prefill":
-                ledger.cached[rid] = entry.cached
-                self._release_prefix(entry.pid, entry.depth, end)  # the decode replica gets the whole KV
-                handoffs.append((rid, entry.blocks))
-            else:
-                self.dec.add(entry.cached, g, ledger.output[rid], entry.blocks, rid, entry.admitted, end,
-                             entry.pid, entry.depth)
-
-    def _fill_prefix(self, entry: Prefilling, t: float) -> None:
-        """Once ``entry`` has prefilled its prefix's whole blocks past what the cache holds, those blocks of
-        its own become the cache's (sim/prefix.py)."""
-        ledger, bs = self.ledger, self.pool.block_size
-        pid = ledger.prefix_id[entry.rid]
-        if pid < 0 or entry.pid not in (-1, pid):
-            return
-        target = min(ledger.prefix_len[entry.rid], entry.total - 1) // bs
-        have = self.cache.blocks.get(pid, 0)
-        if target <= have or entry.cached < target * bs or entry.depth > have:
-            return
-        give = target - have
-        entry.blocks -= give
-        self.cache.give(pid, give, t)
-        self._release_prefix(entry.pid, entry.depth, t)
-        self.cache.acquire(pid, target, t)
-        entry.pid, entry.depth = pid, target

@@ -30,6 +30,12 @@ neighbouring stages (α + b/β for the micro-batch's T/m·d 16-bit values), o th
     (iteration-level scheduling with pipelined micro-batches: Orca, Yu et al., OSDI 2022, §4.2; vLLM
     runs pp virtual engines, one micro-batch in flight each.)
 
+A step the engine replays from a CUDA graph (pricing/graphs.py: decode-only steps, and with piecewise
+graphs any step, whose batch per attention-DP rank is within the engine's capture sizes) is priced at its
+padded batch, every stage's T raised to the captured size (S, the sampled rows and the host work, stays),
+and its fixed costs summed by the graph rule: each stage's t_i changes by graphs.fixed_delta
+(:func:`graph_step`, :func:`graph_fixed`).
+
 With pp = 1 both are t_0 + o. The split reports the average GPU over the step: m·mean_i of the stage
 splits, the sends as communication, o as overhead, the rest as ``bubble``; FLOPs and bytes are the
 average GPU's too (the power model's inputs). ``StepModel`` (stepmodel.py) is this same function with
@@ -52,6 +58,7 @@ from ..pricing.roofline import SPLIT_KEYS, StepCost, Work, price_ops
 from ..deploy.layout import stage_layers  # noqa: F401  (the stages a step runs; re-exported)
 from ..deploy.topology import place
 from ..pricing.collectives import comm_pricer_of
+from ..pricing import graphs as G
 
 MODES = ("stream", "isolated")
 
@@ -207,13 +214,80 @@ def combine(dep, stages: list[Work], send, m, mode: str) -> StepCost:
 
 
 def price(dep, load: StepLoad, mode: str = "stream") -> StepCost:
-    """The priced step: every stage's operators for one micro-batch, then :func:`combine`."""
+    """The priced step: every stage's operators for one micro-batch (padded to its CUDA graph's batch where
+    the engine replays one: :func:`graph_step`), then :func:`combine`."""
     par = dep.par
     m = micro_batches(par, load.sequences)
     mb = load if par.pp == 1 else load.scaled(1.0 / m)
-    works = [stage_work(dep, mb, i, layers, first, last).with_overlap(par.comm_overlap)
+    mb, kind = graph_step(dep, mb)
+    works = [graph_fixed(dep, i, kind, stage_work(dep, mb, i, layers, first, last)).with_overlap(par.comm_overlap)
              for i, (layers, first, last) in enumerate(stages_of(dep))]
     return combine(dep, works, send_seconds(dep, mb.tokens) if par.pp > 1 else 0.0, m, mode)
+
+
+# -- CUDA graphs (pricing/graphs.py) ---------------------------------------------------------------------
+_PLANS = cache("CUDA-graph plans", 256)
+_DELTAS = cache("CUDA-graph fixed-cost changes", 1024)
+
+
+def graph_plan(dep) -> G.Plan:
+    """How the deployment's engine runs its steps as graphs (graphs.plan_of with the runtime's cap)."""
+    rt, vendor = dep.runtime, dep.gpu.vendor
+    return _PLANS.get_or((rt.engine, rt.cuda_graph_max_batch, vendor),
+                         lambda: G.plan_of(rt.engine, rt.cuda_graph_max_batch, vendor))
+
+
+def graph_step(dep, mb: StepLoad) -> tuple[StepLoad, object]:
+    """(the micro-batch as the graph runs it, graph kind): a decode-only micro-batch (T = its sequences) is
+    keyed by its sequences per attention-DP rank, a step with prefill tokens by its tokens per rank; where
+    the plan captures that size the step's T becomes the padded size times the ranks (graphs.padded) and
+    its kind graphs.FULL or PIECEWISE, else it is unchanged and EAGER. Arrays broadcast."""
+    plan = graph_plan(dep)
+    if plan.decode == G.EAGER and plan.mixed == G.EAGER:
+        return mb, G.EAGER
+    g = float(dep.par.attention_groups)
+    tokens = np.asarray(mb.tokens, dtype=float)
+    decode = np.abs(tokens - np.asarray(mb.sequences, dtype=float)) < 1e-9
+    pad, captured = G.padded(plan, tokens / g)
+    kind = np.where(captured, np.where(decode, plan.decode, plan.mixed), G.EAGER)
+    graph = kind != G.EAGER
+    new = np.where(graph, pad * g, tokens)
+    if fast_ndim(mb.tokens) == 0:
+        kind, new = int(kind), float(new)
+    if not np.any(graph):
+        return mb, kind
+    return StepLoad(new, mb.sampled, mb.sequences, mb.attention, mb.seqgroups), kind
+
+
+def graph_deltas(dep, stage: int) -> tuple[float, float]:
+    """(full, piecewise) change of stage ``stage``'s fixed seconds under a graph (graphs.fixed_delta over the
+    stage priced at one decoding sequence); kept per deployment."""
+    def build():
+        layers, first, last = stages_of(dep)[stage]
+        w = stage_work(dep, uniform(dep.model, decode=1.0, context=1.0), stage, layers, first, last)
+        return G.fixed_delta(w.ops, dep.gpu.efficiency.kernel_overhead_s, dep.gpu.efficiency.host_factor)
+    return _DELTAS.get_or((dep, stage), build)
+
+
+def graph_delta(dep, stage: int, kind):
+    """Seconds stage ``stage`` changes by for graph ``kind`` (0 for EAGER; arrays broadcast)."""
+    if fast_ndim(kind) == 0:
+        if kind == G.EAGER:
+            return 0.0
+        full, piece = graph_deltas(dep, stage)
+        return full if kind == G.FULL else piece
+    full, piece = graph_deltas(dep, stage)
+    return np.where(kind == G.FULL, full, np.where(kind == G.PIECEWISE, piece, 0.0))
+
+
+def graph_fixed(dep, stage: int, kind, w: Work) -> Work:
+    """Stage work ``w`` with its fixed costs summed by the graph rule for ``kind`` (:func:`graph_delta`)."""
+    d = graph_delta(dep, stage, kind)
+    if fast_ndim(d) == 0 and d == 0.0:
+        return w
+    split = dict(w.split)
+    split["overhead"] = split["overhead"] + d
+    return Work(split, w.comm_kinds, w.flops, w.bytes, w.ops)
 
 
 #: priced bodies and heads of plain-number T or S, kept per (deployment, part, T or S)

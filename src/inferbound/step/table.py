@@ -18,6 +18,8 @@ steps; :meth:`step` is the simulator's scalar path: the same tables and the same
 (``kernel_pricing.attention_of`` on floats, constants bound once) or the operator's own
 :class:`~inferbound.pricing.roofline.Roof`, the load's sums from ``step.sequence_sums`` (what of_sequences sums);
 its parity with :func:`step.price` and with :meth:`price` (tests/test_sim_fast_paths.py) is tested.
+A step the engine replays from a CUDA graph is priced as step.price prices it (contract.graph_step: the body
+at the padded T, graph_delta added to each stage); the tables reach the largest padded T.
 """
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ from ..operators import attention_kinds, attention_ops, body_ops, head_ops, kind
 from ..pricing.kernel_pricing import attention_consts, attention_of, decode_only
 from ..pricing.kernels.loadattention import SCALAR
 from ..pricing.roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
-from .contract import StepLoad, combine, micro_batches, of_sequences, send_seconds, sequence_sums, stages_of, uniform
+from .contract import (StepLoad, combine, graph_delta, graph_plan, graph_step, micro_batches, of_sequences,
+                       send_seconds, sequence_sums, stages_of, uniform)
+from ..pricing import graphs as G
 from ..pricing.collectives import comm_pricer_of
 from ..operators import _merged_groups
 
@@ -207,13 +211,17 @@ class StepModel:
         self.dep = dep
         g, dt = dep.gpu, dep.dtypes
         self.max_tokens = int(max_tokens)
-        if grid_points is None or grid_points >= self.max_tokens + 1:
-            t = np.arange(self.max_tokens + 1, dtype=float)
+        plan = self._plan = graph_plan(dep)
+        # a graph step's body is priced at its padded T, up to the largest captured size on every rank
+        top = self.max_tokens if plan.decode == G.EAGER and plan.mixed == G.EAGER else \
+            max(self.max_tokens, int(plan.cap) * dep.par.attention_groups)
+        if grid_points is None or grid_points >= top + 1:
+            t = np.arange(top + 1, dtype=float)
         else:
-            t = np.unique(np.concatenate([np.arange(0, min(64, self.max_tokens) + 1),
-                                          np.round(np.geomspace(64, max(self.max_tokens, 64), grid_points)),
-                                          [self.max_tokens]])).astype(float)
-        self.grid, self.exact = t, t.size == self.max_tokens + 1
+            t = np.unique(np.concatenate([np.arange(0, min(64, top) + 1),
+                                          np.round(np.geomspace(64, max(top, 64), grid_points)),
+                                          [top]])).astype(float)
+        self.grid, self.exact = t, t.size == top + 1
         self.stages = stages_of(dep)
         pricer = comm_pricer_of(dep)
         kp = self._kernels = pricer.kernels
@@ -245,11 +253,16 @@ class StepModel:
         self._scalar = None
 
     # -- the contract, tabulated -------------------------------------------------------------------
-    def _stage_works(self, mb: StepLoad) -> list[Work]:
+    def _stage_works(self, mb: StepLoad, kind=G.EAGER) -> list[Work]:
         dep = self.dep
         out = []
-        for (layers, first, last), body, ex in zip(self.stages, self.body, self._exact_body):
+        for i, ((layers, first, last), body, ex) in enumerate(zip(self.stages, self.body, self._exact_body)):
             w = body.at(mb.tokens)
+            d = graph_delta(dep, i, kind)
+            if not (np.ndim(d) == 0 and d == 0.0):
+                split = dict(w.split)
+                split["overhead"] = split["overhead"] + d
+                w = Work(split, w.comm_kinds, w.flops, w.bytes)
             if ex is not None:
                 w = w + ex.work(mb.tokens)
             if last:
@@ -279,8 +292,9 @@ class StepModel:
         m = micro_batches(par, load.sequences)
         mb = load if par.pp == 1 else load.scaled(1.0 / m)
         self._check(mb.tokens)
+        mb, kind = graph_step(self.dep, mb)
         send = send_seconds(self.dep, mb.tokens) if par.pp > 1 else 0.0
-        return combine(self.dep, self._stage_works(mb), send, m, mode)
+        return combine(self.dep, self._stage_works(mb, kind), send, m, mode)
 
     def uniform(self, dec_seqs, dec_ctx, pre_seqs, pre_new, pre_past=0.0, mode: str = "stream"):
         """(seconds, watts per GPU) of steps with ``dec_seqs`` sequences decoding at ``dec_ctx`` and
@@ -331,6 +345,9 @@ class StepModel:
         self._o_step = dep.gpu.efficiency.step_overhead_s
         self._overlap = par.comm_overlap
         self._groups = float(par.attention_groups)
+        plan = self._plan
+        self._graphs = None if plan.decode == G.EAGER and plan.mixed == G.EAGER else \
+            (plan, {G.EAGER: 0.0, G.FULL: graph_delta(dep, 0, G.FULL), G.PIECEWISE: graph_delta(dep, 0, G.PIECEWISE)})
         # the general path: scans need the sequences; grid tables price their curve ops at T
         self._scalar = self.pp == 1 and m.ssm is None and self.exact
 
@@ -353,7 +370,17 @@ class StepModel:
             return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
         att, _ = sequence_sums(dec, past, new, self._kinds)
         seqs = n_dec + len(chunks)
+        graph = 0.0
+        if self._graphs is not None:  # contract.graph_step on plain numbers
+            plan, deltas = self._graphs
+            g = self._groups
+            pad, captured = G.padded_scalar(plan, tokens / g)
+            if captured:
+                kind = plan.decode if tokens == seqs else plan.mixed  # decode-only: T = its sequences
+                if kind != G.EAGER:
+                    tokens, graph = int(round(float(pad) * g)), deltas[kind]
         busy, comm, over, flops, moved = self._body_t[tokens]
+        over += graph
         h_busy, h_comm, h_over, h_flops, h_moved = self._head_t[seqs]
         busy += h_busy
         comm += h_comm

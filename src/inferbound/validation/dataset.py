@@ -5,7 +5,8 @@ scenario, batch_size, request_rate, num_requests, input_len, output_len, metric,
 Optional columns (blank = not stated; the engine profile's default):
 - ``concurrency``: a closed-loop serving run of N clients (``vllm bench serve --max-concurrency``,
   genai-perf ``--concurrency``); a serving row with ``batch_size`` and no ``request_rate`` means the same.
-  On a max_throughput row: the benchmark's cap on requests in flight;
+  On a max_throughput row: the benchmark's cap on requests in flight, issued in full (at least that many
+  requests whatever ``num_requests`` or its default says: workloads/max_throughput.py);
 - ``dataset``: a bundled length profile (data/datasets.yaml: sharegpt, mlperf_llama2_70b_openorca, ...),
   read by its first word; ``random`` (fixed lengths) or other text describes the stated lengths;
   ``input_len_std`` / ``output_len_std``: the spread of the lengths (modelled as normal);
@@ -15,7 +16,11 @@ Optional columns (blank = not stated; the engine profile's default):
 - ``attention_dp`` (on/off): the engine ran attention data parallel beside expert parallelism
   (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``; layouts named DEP<n>). ``tp``
   is then the engine's tp_size, which counts every attention rank: inferbound prices it as attention
-  tp 1 over tp·dp ranks sharing the experts (config.Parallelism.attention_dp).
+  tp 1 over tp·dp ranks sharing the experts (config.Parallelism.attention_dp);
+- ``bench_command`` (serving rows): the load tool's own command line the run used (``vllm bench serve ...``,
+  ``genai-perf profile ...``, ``trtllm-bench ...``, ``guidellm benchmark ...``; bench/): the row is predicted
+  by replaying that protocol (number of prompts, warm-ups, max concurrency, rate, lengths) instead of from
+  request_rate/concurrency; rows without it are predicted as before.
 Lengths may be means (593.37 tokens) and may be blank where the dataset profile publishes them.
 Metrics: METRICS; ``tpot_ms`` excludes the first token; ``_p50``/``_p90``/``_p99`` are percentiles over
 requests. Other columns are ignored. A row that cannot be parsed is kept with the reason, never dropped.
@@ -29,7 +34,7 @@ from pathlib import Path
 
 # the schema's metric lists live with the run-time band lookup, which reads a metric's kind (deploy/bands.py)
 from ..deploy.bands import LATENCIES, LATENCY_METRICS, METRICS, PERCENTILES, THROUGHPUT_METRICS  # noqa: F401
-from ..workloads.lengths import dataset_names
+from ..workloads.lengths import profile_names
 
 REQUIRED = ("case", "source", "model", "gpu", "num_gpus", "scenario", "metric", "value")
 HEADER = REQUIRED + ("input_len", "output_len")  # columns a file must have (cells may be blank: dataset)
@@ -74,6 +79,7 @@ class Row:
     kv_offload: bool | None = None
     speculative: str | None = None
     attention_dp: bool | None = None
+    bench_command: str | None = None  # the load tool's command line (serving rows; predict.py replays it)
 
     @property
     def setup_key(self) -> tuple:
@@ -83,7 +89,7 @@ class Row:
                 self.num_requests, self.input_len, self.output_len, self.framework, self.concurrency, self.dataset,
                 self.input_len_std, self.output_len_std, self.engine, self.engine_version, self.max_num_seqs,
                 self.max_num_batched_tokens, self.gpu_memory_utilization, self.prefix_caching, self.kv_offload,
-                self.speculative, self.attention_dp)
+                self.speculative, self.attention_dp, self.bench_command)
 
 
 @dataclass
@@ -144,7 +150,7 @@ def _dataset(raw: dict) -> str | None:
     """The bundled profile a ``dataset`` cell names by its first word, else None (the stated lengths)."""
     text = (raw.get("dataset") or "").strip()
     first = text.split()[0].strip(",;()").lower() if text else ""
-    return first if first in dataset_names() else None
+    return first if first in profile_names() else None  # listed or not: the row may state its lengths
 
 
 def parse_row(raw: dict, line: int) -> Row | Unreadable:
@@ -175,7 +181,8 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
                   max_num_batched_tokens=_opt_int(raw, "max_num_batched_tokens"),
                   gpu_memory_utilization=_opt_float(raw, "gpu_memory_utilization"),
                   prefix_caching=_opt_flag(raw, "prefix_caching"), kv_offload=_opt_flag(raw, "kv_offload"),
-                  speculative=_opt_str(raw, "speculative"), attention_dp=_opt_flag(raw, "attention_dp"))
+                  speculative=_opt_str(raw, "speculative"), attention_dp=_opt_flag(raw, "attention_dp"),
+                  bench_command=_opt_str(raw, "bench_command"))
         if not row.value > 0:
             raise ValueError(f"value={row.value} must be > 0")
         for name in ("input_len", "output_len"):
@@ -192,7 +199,10 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
             raise ValueError(f"gpu_memory_utilization={row.gpu_memory_utilization} must be in (0, 1]")
         if scenario == "static_batch" and row.batch_size is None:
             raise ValueError("static_batch row without batch_size")
-        if scenario == "serving" and row.request_rate is None and row.concurrency is None:
+        if row.bench_command is not None and scenario != "serving":
+            raise ValueError(f"bench_command on a {scenario} row; allowed: serving rows")
+        if scenario == "serving" and row.request_rate is None and row.concurrency is None and \
+                row.bench_command is None:
             if row.batch_size is None:
                 raise ValueError("serving row without request_rate, concurrency or batch_size")
             row.concurrency = row.batch_size  # a serving row's batch size is its client count

@@ -1,7 +1,8 @@
 """Predict every measured row with the scenario it states; rows that cannot be predicted say why.
 
 One prediction per distinct setup (all metrics of a run share it). Blank dtypes: weights as the checkpoint
-ships them (checkpoint.py), activations as the weights when those are a compute format (else bf16),
+ships them (checkpoint.py), activations as 16-bit weights, else checkpoint.py's rule (fp8/fp4 weights
+at their own format on GPUs with those tensor cores unless the checkpoint is weight-only, else bf16),
 the KV cache as the activations. ``num_gpus`` beyond tp·pp is data parallel. The engine profile
 (data/engines.yaml): the row's ``engine`` (+ ``engine_version``) column, else the ``framework`` text
 (+ ``engine_version``) through the ``frameworks`` rules: its memory rule, block size, token budget,
@@ -20,18 +21,19 @@ desynchronized benchmark clients; docs/serving.md); percentiles come from the sa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 
 from ..deploy.deployment import Deployment, make_deployment
-from ..deploy.engines import engine_for_framework, get_engine
+from ..deploy.engines import framework_resolution, framework_rule, get_engine, resolve_version
 from ..workloads.static import estimate
 from ..step import contract as step
 from ..deploy.memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
 from ..workloads.lengths import Mix, from_dataset, from_row_moments
 from .dataset import PERCENTILES, Row
+from .replayed import predict_replayed
 from ..sim import simulate
 from ..workloads.serving import serving
 
@@ -40,7 +42,7 @@ from ..workloads.serving import serving
 class Prediction:
     row: Row
     predicted: float | None
-    reason: str = ""  # why not covered
+    reason: str = ""  # why not covered; a covered row: the notes behind its prediction (= note)
     bound: str | None = None  # what binds the phase behind this metric (prefill for TTFT, else decode)
     note: str = ""  # a guess the user should know about (e.g. an unknown framework: the default engine)
 
@@ -55,20 +57,24 @@ class Prediction:
 
 
 def engine_of(framework: str, version: str | None = None) -> str | None:
-    """The engine profile a row's ``framework`` (and ``engine_version``) text names (engines.yaml
-    ``frameworks``); blank or text no rule matches: the default engine (predict_rows notes it)."""
-    text = " ".join(x for x in (framework.strip(), (version or "").strip()) if x)
-    if not framework.strip():
+    """The engine profile (name@version) a row's ``framework`` text names (engines.yaml ``frameworks``),
+    at ``version`` (the row's ``engine_version``) if given, else the version written right after the
+    engine's name (deploy/engines.py). Blank text or text no rule matches: None, the default engine
+    (predict_rows says so in the row's reason). A version outside every profile of the engine named:
+    ValueError (the row is not covered, and its reason says why)."""
+    if not framework.strip() or framework_rule(framework) is None:
         return None
-    try:
-        return "@".join(engine_for_framework(text))
-    except ValueError:
-        if version:
-            try:
-                return "@".join(engine_for_framework(framework))
-            except ValueError:
-                return None
-        return None
+    return framework_resolution(framework, version)[1].profile.key
+
+
+def row_engine_note(row: Row) -> str:
+    """The row's engine substitution, '' when none: the version it names has no profile of its own and the
+    nearest one is used (deploy/engines.resolve_version), stated in the row's reason."""
+    if row.engine:
+        return resolve_version(row.engine, row.engine_version).note or ""
+    if not row.framework.strip() or framework_rule(row.framework) is None:
+        return ""
+    return framework_resolution(row.framework, row.engine_version)[1].note or ""
 
 
 def row_engine(row: Row) -> str | None:
@@ -120,7 +126,7 @@ def row_lengths(row: Row) -> Mix:
 
 def deployment_for(row: Row, calibration=None, gpu_files=None, default_engine: str | None = None) -> Deployment:
     weight = row.weight_dtype  # blank: as the checkpoint ships (checkpoint.py)
-    act = row.act_dtype or (None if weight is None else (weight if weight in ("bf16", "fp16", "fp8") else "bf16"))
+    act = row.act_dtype or (weight if weight in ("bf16", "fp16") else None)  # None: checkpoint.py's rule
     if row.num_gpus % (row.tp * row.pp):
         raise ValueError(f"num_gpus={row.num_gpus} is not a multiple of tp*pp={row.tp * row.pp}")
     dp = row.num_gpus // (row.tp * row.pp)
@@ -163,27 +169,18 @@ def predict_static(dep: Deployment, row: Row) -> dict[str, float]:
     }
 
 
-#: requests of a max_throughput row whose count is blank ("thousands are issued at once")
+#: requests of a max_throughput row whose count is blank ("thousands are issued at once"); a row that states
+#: a larger concurrency issues that many (max_throughput: a stated concurrency wins over the request count)
 DEFAULT_OFFLINE_REQUESTS = 3000
 
 
-def _capped(dep: Deployment, row: Row) -> Deployment:
-    """A max_throughput row with a concurrency: the benchmark's cap on requests in flight, per replica and
-    attention group, as the engine's running-sequence limit."""
-    if row.concurrency is None:
-        return dep
-    per = row.concurrency / (dep.par.replicas * dep.par.attention_groups)
-    seqs = max(1, int(per))
-    if dep.runtime.max_num_seqs <= seqs:
-        return dep
-    return replace(dep, engine_options=tuple(sorted({**dict(dep.engine_options), "max_num_seqs": seqs}.items())))
-
-
 def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
-    """Metrics of the offline max-throughput operating point (workloads/max_throughput.py)."""
+    """Metrics of the offline max-throughput operating point (workloads/max_throughput.py); a row's
+    concurrency caps the requests in flight (``max_throughput(concurrency=)``)."""
     mix = row_lengths(row)
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
-    r = max_throughput(_capped(dep, row), num_requests=n, lengths=mix)
+    r = max_throughput(dep, num_requests=n, lengths=mix, concurrency=row.concurrency)
+    n = r.num_requests
     # mean request latency: with a concurrency cap C, Little's law in service, C/X; all n requests issued
     # at t = 0 and none capped, the k-th completes near k/X, a mean of n/(2X)
     in_flight = r.concurrency * dep.par.replicas
@@ -204,7 +201,10 @@ def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
     """Metrics of a serving run. A rate: Poisson arrivals through the simulator (sim/), seed 0, lengths drawn
     from the row's spread or fixed at its means; a concurrency: the analytic closed-loop steady state
     (workloads/serving.py). Latencies are means over requests unless the metric names a percentile; the
-    front end (``_front_end_ms``) is added to TTFT and E2E."""
+    front end (``_front_end_ms``) is added to TTFT and E2E. A row with ``bench_command``: that benchmark's
+    protocol replayed (replayed.py)."""
+    if row.bench_command is not None:
+        return predict_replayed(dep, row.bench_command, row.input_len, row.output_len, _front_end_ms(dep))
     mix = row_lengths(row)
     if row.concurrency is not None:
         return _closed_loop(dep, row, mix)
@@ -230,7 +230,7 @@ def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
 
 
 def _closed_loop(dep: Deployment, row: Row, mix: Mix) -> dict[str, float]:
-    s = serving(dep, concurrency=row.concurrency, lengths=mix)
+    s = serving(dep, concurrency=row.concurrency, lengths=mix, requests=row.num_requests)  # the row's run, if stated
     fe = _front_end_ms(dep)
     out = {"output_tok_s": s.output_tok_s, "output_tok_s_per_gpu": s.output_tok_s_per_gpu,
            "total_tok_s": s.requests_per_s * (s.input_len + s.output_len), "requests_per_s": s.requests_per_s,
@@ -264,7 +264,7 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
                 raise ValueError(f"scenario={first.scenario!r} has no predictor")
             dep = deployment_for(first, calibration, gpu_files, engine)
             fallback = "the given" if engine else "the default"
-            note = "" if first.engine or not first.framework.strip() or row_engine(first) else \
+            note = row_engine_note(first) if first.engine or not first.framework.strip() or row_engine(first) else \
                 f"framework={first.framework!r} names no engine profile: predicted with {fallback} {dep.engine}"
             feature_notes = [n for n in dep.runtime.notes if " defaults to " in n]  # e.g. MTP's acceptance
             if feature_notes:
@@ -275,8 +275,10 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
             values = predictor(dep, first)
             for r in group:
                 bound = values.get("_bound_prefill" if r.metric == "ttft_ms" else "_bound_decode")
-                out[id(r)] = Prediction(r, float(values[r.metric]), bound=bound, note=note) if r.metric in values \
-                    else Prediction(r, None, f"metric={r.metric!r} not predicted for scenario {r.scenario}")
+                # a covered row's reason: the notes behind its prediction (engine fallback or substitution, ...)
+                out[id(r)] = Prediction(r, float(values[r.metric]), note, bound=bound, note=note) \
+                    if r.metric in values else Prediction(r, None, "; ".join(x for x in (
+                        f"metric={r.metric!r} not predicted for scenario {r.scenario}", note) if x))
         except (ValueError, KeyError) as e:
             reason = e.args[0] if e.args else str(e)
             for r in group:

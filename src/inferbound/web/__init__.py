@@ -8,7 +8,6 @@
 - ``routes_catalog`` (models, gpus, meta), ``routes_estimate`` (estimate: static, max-throughput,
   serving; roofline, memory), ``routes_compare`` (compare), ``routes_serving`` (simulate),
   ``routes_search`` (search, with CSV and launch commands), ``routes_validate`` (validate);
-- ``scenario_view``: the memory per GPU and time split of a steady state's own operating point;
 - ``static/``: index.html, app.js (form, URL, panels), planner.js (frontier, exports, comparison),
   charts.js (SVG), common.js (formats, API, downloads), style.css (no CDN, no web fonts).
 

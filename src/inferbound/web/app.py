@@ -6,7 +6,7 @@
 - ``allowed_hosts``: when given, other Host headers get 400 (guards a loopback server against DNS
   rebinding); ``inferbound serve`` passes the loopback names when it binds 127.0.0.1.
 - The page's Content-Security-Policy allows only this origin: a stray CDN reference would fail.
-- /api/simulate and /api/search are registered when ``inferbound.sim`` / ``inferbound.search`` exist;
+- /api/simulate, /api/bench and /api/search are registered when ``inferbound.sim`` / ``inferbound.search`` exist;
   /api/compare always.
 """
 from __future__ import annotations
@@ -73,8 +73,9 @@ def create_app(max_body_bytes: int = MAX_BODY_BYTES, work_seconds: float | None 
     for module in (routes_catalog, routes_estimate, routes_compare, routes_validate):
         app.include_router(module.router)
     if available("inferbound.sim"):
-        from . import routes_serving
+        from . import routes_bench, routes_serving
         app.include_router(routes_serving.router)
+        app.include_router(routes_bench.router)
     if available("inferbound.search"):
         from . import routes_search
         app.include_router(routes_search.router)

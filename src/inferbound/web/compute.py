@@ -55,7 +55,7 @@ def check_scenario(scenario: str, rate, concurrency, lengths, where: tuple = ())
                                              "concurrency (clients, closed loop)")
         return
     for name, v in (("rate", rate), ("concurrency", concurrency)):
-        if v is not None:
+        if v is not None and not (name == "concurrency" and scenario == "max-throughput"):  # requests in flight
             raise ApiError((*where, name), f"{name}={v!r} applies to scenario serving, not scenario {scenario}")
     if scenario == "static":
         for name in LENGTH_FIELDS:

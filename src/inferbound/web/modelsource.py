@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from ..deploy.contextlen import context_note
 from ..model import ModelSpec, alias_of, catalog_files, parse_config
-from ..model.variants import Variant, resolve_variant
+from ..model.variants import Variant, aliases, resolve_variant
 from .errors import ApiError
 from .schemas import MAX_CONFIG_LAYERS, ModelIn
 
@@ -38,7 +38,7 @@ def catalog_names() -> dict[str, str]:
     """Accepted name (HF id or lower-case alias) -> HF id of the bundled catalog."""
     files = catalog_files()
     out = {hf_id: hf_id for hf_id in files}
-    out.update({alias_of(hf_id): hf_id for hf_id in files})
+    out.update({**aliases(sorted(files)), **{hf_id.lower(): hf_id for hf_id in files}})  # as model.loader.resolve
     return out
 
 

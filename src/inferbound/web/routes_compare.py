@@ -5,7 +5,9 @@ API's field names (the request models check types, ranges and unknown keys). Eac
 resolved as every other endpoint resolves it (modelsource.py: a catalog name or a pasted config, never a
 file) and passed to ``compare.parse`` and ``compare.compare`` as a ModelSpec, so the rows are exactly the
 CLI's. Caps: MAX_COMPARE_DEPLOYMENTS deployments, the work budget of budget.py (checked before each
-deployment is priced) and a heavy-work slot. Errors are 422 at ``["body", "deployments", i, field]`` or
+deployment is priced) and a heavy-work slot. A deployment that does not fit is a row with ``fits: false``,
+its reason among its ``warnings`` (compare.py), not an error; rows are labelled by what differs between
+them (``compare.labels``). Errors are 422 at ``["body", "deployments", i, field]`` or
 ``["body", "workload", field]``.
 """
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Request bodies of the JSON API, built from the declared options (options.py) that also build the CLI,
-so both faces take the same options with the same names, defaults, ranges and help.
+so both faces take the same options with the same names, defaults, ranges and help; each field by
+faces/groups.field_of, the builder of the Python API's typed groups (DeploymentOptions, SearchQuery, ...),
+here with the JSON face's types and work caps (``API_FACE``). The request models are not the groups
+themselves: they add the API's own fields and checks (a pasted ``config``, GPU-id patterns, no server
+file), keep pydantic's error list for the 422 body, and leave out what only the CLI and the library take.
 
 Every numeric field has an upper bound, so one request cannot ask for unbounded work (an option's
 ``api_le``, or the module constants below; they appear in the OpenAPI schema). A deployment names its model either by
@@ -15,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ..faces import options as opts
+from ..faces.groups import Face, field_of
 
 #: caps on the work one request may ask for (those of one option: its declaration's ``api_le``, options.py)
 MAX_GPUS = opts.MAX_GPUS
@@ -161,33 +166,14 @@ class ModelIn(Checked):
 
 
 
+#: how the JSON API types a declared option (faces/groups.py field_of, which also builds the typed groups of the
+#: Python API): JSON values, the work caps ``api_le``, and these item caps
+API_FACE = Face(api=True, max_items=MAX_OVERRIDES, max_list=MAX_CONFIG_LAYERS)
+
+
 def _field(o: opts.Opt):
-    """(annotation, Field) of one declared option in the API."""
-    bounds = {k: v for k, v in (("ge", o.ge), ("gt", o.gt), ("le", o.api_le if o.api_le is not None else o.le),
-                                ("lt", o.lt)) if v is not None}
-    if o.choices is not None and o.kind == "list_str":  # a list of allowed values (search dtypes)
-        t = list[Literal[o.choices]]  # type: ignore[valid-type]
-    elif o.choices is not None:
-        t = Literal[o.choices]  # type: ignore[valid-type]
-    elif o.kind == "rate":  # requests/s, or 'inf' (every request at t=0); bounds: _SimulateBase._rate
-        t = float | Literal["inf"]
-        bounds = {}
-    elif o.kind == "list_int":
-        t = list[Annotated[int, Field(ge=1, le=MAX_CONFIG_LAYERS)]]
-        bounds = {"min_length": 1, "max_length": MAX_CONFIG_LAYERS}
-    elif o.kind == "kv":
-        t = dict[str, Scalar]
-        bounds = {"max_length": MAX_OVERRIDES}
-    elif o.kind == "list_str":
-        t = list[str]
-    elif o.kind == "price":  # {gpu_id: USD per GPU-hour}; ids checked against the catalog (ModelIn._prices)
-        t = dict[str, Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]]
-        bounds = {"max_length": MAX_OVERRIDES}
-    else:
-        t = {"int": int, "float": float, "bool": bool, "str": str}[o.kind]
-    if o.default is None:
-        t = t | None
-    return t, Field(o.default, description=o.help, **bounds)
+    """(annotation, Field) of one declared option in the API: the typed groups' field builder, JSON face."""
+    return field_of(o, API_FACE)
 
 
 def _model(name: str, base, groups, skip=(), doc: str = ""):
@@ -354,3 +340,30 @@ class CompareIn(Strict):
 
     workload: _CompareWorkload = Field(default_factory=_CompareWorkload)  # type: ignore[valid-type]
     deployments: list[CompareDeploymentIn] = Field(..., min_length=1, max_length=MAX_COMPARE_DEPLOYMENTS)  # type: ignore[valid-type]
+
+
+MAX_COMMAND_CHARS = 4000  # one pasted command line of /api/bench
+_BENCH = opts.by_name(opts.BENCH)
+
+
+class _BenchBase(Strict):
+    @field_validator("gpu", check_fields=False)
+    @classmethod
+    def _gpu_id(cls, v: str) -> str:
+        import re
+        if not re.match(GPU_PATTERN, v):
+            raise ValueError(f"gpu={v!r} is not a GPU id; allowed: ids from GET /api/gpus")
+        return v
+
+
+BenchIn = create_model(
+    "BenchIn", __base__=_BenchBase,
+    __doc__="A benchmark's own command lines (``inferbound bench``): the serve command and the load tool's command "
+            "line as pasted text, replayed on ``gpu``; the reply's ``result`` is the JSON the CLI's --json prints.",
+    **{o.name: _field(o) for o in opts.BENCH if o.api},
+    serve=(str | None, Field(None, max_length=MAX_COMMAND_CHARS, description=_BENCH["serve_command"].help)),
+    load=(str, Field(..., min_length=1, max_length=MAX_COMMAND_CHARS,
+                     description=_BENCH["load_command"].help.replace("after --: ", ""))),
+    engine=(str | None, Field(None, max_length=64, pattern=r"^[a-z][a-z0-9_-]*(@[A-Za-z0-9_.\-]+)?$",
+                              description=_BENCH["engine"].help)),
+)

@@ -10,9 +10,11 @@ sum to 1, by request count):
   draws them, workloads/requests.py) or a trace: the requests' (I, O) pairs grouped into ``classes`` equal-count
   classes by O (then I), each class at its members' mean lengths. A distribution is represented by
   ``sample`` draws with a fixed seed, so the same spec always gives the same mix;
-- a dataset profile (data/datasets.yaml: ShareGPT as vLLM's benchmark filters it, MLPerf sets, ...): its
-  published mean lengths, one class, with a note that the spread is not modelled where the source does
-  not publish it.
+- a dataset profile (data/datasets.yaml: ShareGPT as vLLM's benchmark filters it, the Azure 2023
+  traces, arXiv summarization, ...), named case-insensitively: its measured length classes where the
+  profile has them (grouped from a published per-request table as ``from_pairs`` groups a trace), else
+  its published mean lengths, one class, with a note that the spread is not modelled. Only profiles with both means published are offered
+  (``dataset_names``); the others stay in the file for measured rows that state their own lengths.
 
 ``mean_input``, ``mean_output`` and ``notes`` describe the mix; every steady-state sum is over classes.
 """
@@ -83,19 +85,43 @@ def from_spec(input_len: int, output_len: int, input_dist: str | None, output_di
     return from_pairs(ins, outs, f"input {input_dist or input_len}, output {output_dist or output_len}")
 
 
+def _complete(p: dict) -> bool:
+    return p.get("input_mean") is not None and p.get("output_mean") is not None
+
+
+def dataset_names() -> tuple[str, ...]:
+    """The profiles ``--dataset`` offers: those whose source publishes both mean lengths. A profile
+    without them (data/datasets.yaml keeps it for measured rows that state their own lengths) is not
+    listed rather than listed broken."""
+    return tuple(n for n, p in data_yaml("datasets.yaml")["datasets"].items() if _complete(p))
+
+
+def profile_names() -> tuple[str, ...]:
+    """Every profile of data/datasets.yaml, listed or not (validation rows may name any)."""
+    return tuple(data_yaml("datasets.yaml")["datasets"])
+
+
+def dataset_profile(name: str) -> tuple[str, dict]:
+    """(canonical name, profile) of a dataset name, matched case-insensitively (``ShareGPT``)."""
+    profiles = data_yaml("datasets.yaml")["datasets"]
+    key = str(name).strip().lower()
+    if key not in profiles:
+        raise ValueError(f"dataset={name!r} unknown; allowed: {', '.join(dataset_names())}")
+    return key, profiles[key]
+
+
 def from_dataset(name: str, input_len: float | None = None, output_len: float | None = None) -> Mix:
     """A dataset profile of data/datasets.yaml at its published means; ``input_len``/``output_len``
     (a row's stated means) take the place of the profile's where given."""
-    profiles = data_yaml("datasets.yaml")["datasets"]
-    if name not in profiles:
-        raise ValueError(f"dataset={name!r} unknown; allowed: {', '.join(profiles)}")
-    p = profiles[name]
+    name, p = dataset_profile(name)
     i = input_len if input_len is not None else p.get("input_mean")
     o = output_len if output_len is not None else p.get("output_mean")
     missing = [k for k, v in (("input_len", i), ("output_len", o)) if v is None]
     if missing:
-        raise ValueError(f"dataset={name!r}: its mean {' and '.join(missing)} is not published ({p['source']}); "
-                         f"allowed: give {' and '.join(missing)}")
+        raise ValueError(f"dataset={name!r}: its mean {' and '.join(missing)} is not published ({p['source']}), "
+                         f"so it is not offered; allowed: {', '.join(dataset_names())}")
+    if p.get("classes") and input_len is None and output_len is None:
+        return from_classes(name, p["classes"])
     if p.get("input_std") is None or p.get("output_std") is None:
         note = (f"dataset {name}: the spread of its lengths is not published; modelled at the mean lengths "
                 f"{i:g} in / {o:g} out",)
@@ -103,8 +129,15 @@ def from_dataset(name: str, input_len: float | None = None, output_len: float | 
     return from_row_moments(float(i), float(o), p["input_std"], p["output_std"])
 
 
-def dataset_names() -> tuple[str, ...]:
-    return tuple(data_yaml("datasets.yaml")["datasets"])
+def from_classes(name: str, classes) -> Mix:
+    """A profile's measured length classes ([share, prompt, output] rows of data/datasets.yaml): shares
+    divided by their sum (they are printed rounded), each class at its stated mean lengths."""
+    rows = np.asarray(classes, dtype=float)
+    if rows.ndim != 2 or rows.shape[1] != 3 or np.any(rows[:, 0] <= 0) or np.any(rows[:, 2] < 2):
+        raise ValueError(f"dataset={name!r}: classes must be [share > 0, input_len, output_len >= 2] rows")
+    w = rows[:, 0] / rows[:, 0].sum()
+    return Mix(tuple(float(x) for x in w), tuple(float(x) for x in rows[:, 1]), tuple(float(x) for x in rows[:, 2]),
+               name)
 
 
 def from_row_moments(input_mean: float, output_mean: float, input_std: float | None, output_std: float | None) -> Mix:
@@ -163,5 +196,6 @@ def workload_mix(input_len: float, output_len: float, input_dist: str | None = N
     return from_spec(input_len, output_len, input_dist, output_dist, seed)
 
 
-__all__ = ["Mix", "fixed", "from_pairs", "from_spec", "from_dataset", "dataset_names", "from_row_moments",
+__all__ = ["Mix", "fixed", "from_pairs", "from_spec", "from_dataset", "dataset_names", "profile_names",
+           "dataset_profile", "from_classes", "from_row_moments",
            "from_trace", "workload_mix", "from_options", "describe"]

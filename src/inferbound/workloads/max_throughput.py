@@ -20,6 +20,11 @@ report tokens over the whole run). Per replica, N_r = N/replicas and C = D(1 + p
   at which the steady state would have run those half lives.
 ``run_output_tok_s`` = N·Ō/T, the figure such a benchmark prints; ``output_tok_s`` is the steady state.
 
+A stated concurrency C (``trtllm-bench throughput --concurrency``, a benchmark's max concurrency) caps the
+requests in flight: the engine's running-sequence limit becomes ⌊C/(replicas·attention groups)⌋ where that is
+below its own (``with_concurrency``), and at least C requests are issued (fewer could never fill C slots; a
+note says when ``num_requests`` was raised), so the default request count never caps a stated C.
+
 Engine features (steady_state.py, features.py; docs/features/): with speculative decoding t(D) is the
 time per output token (the step over τ) and C = D(1 + τp); prefix hits prefill N = I − P tokens per
 prompt; a host KV tier (kv_offload=host) raises the KV cap to the device and host pools together and
@@ -90,6 +95,7 @@ class MaxThroughput:
     kv_host_capacity_bytes_per_gpu: float = 0.0  # the host KV tier (kv_offload=host)
     kv_limit_concurrency_device: float = 0.0  # the KV cap on requests in flight without the host tier
     host_read_ms_per_step: float = 0.0  # step time the host-tier reads add at the operating point
+    stated_concurrency: int | None = None  # the benchmark's cap on requests in flight (all replicas), if stated
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,6 +118,20 @@ def bench_limits(dep, rt, mix: Mix):
     seqs, tokens = trtllm_bench_limits(p, requests / dep.par.attention_groups, mix.mean_input, mix.mean_output,
                                        dep.par.pp)
     return replace(rt, max_num_seqs=int(seqs), token_budget=int(tokens), **chunking)
+
+
+def with_concurrency(dep: Deployment, concurrency: int | None) -> Deployment:
+    """``dep`` with a benchmark's cap of ``concurrency`` requests in flight (all replicas) as the engine's
+    running-sequence limit per replica and attention group, ⌊C/(replicas·groups)⌋ (at least 1), where that is
+    below the engine's own; unchanged without a concurrency."""
+    if concurrency is None:
+        return dep
+    if concurrency < 1:
+        raise ValueError(f"concurrency={concurrency} must be >= 1")
+    seqs = max(1, int(concurrency / (dep.par.replicas * dep.par.attention_groups)))
+    if dep.runtime.max_num_seqs <= seqs:
+        return dep
+    return replace(dep, engine_options=tuple(sorted({**dict(dep.engine_options), "max_num_seqs": seqs}.items())))
 
 
 _DRAIN_POINTS = 16
@@ -161,17 +181,26 @@ def uniform_prompts(m, mix: Mix, tokens: float, rt=None):
 
 
 def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
-                   num_requests: int = 10_000, lengths: Mix | None = None, **deployment_kwargs) -> MaxThroughput:
+                   num_requests: int = 10_000, lengths: Mix | None = None, concurrency: int | None = None,
+                   **deployment_kwargs) -> MaxThroughput:
     """Find the decode batch that maximizes output tokens/s (see module docstring) under the
     deployment's engine as it runs an offline benchmark (``Deployment.offline_runtime``: its KV rule,
     block size, reservation, token budget and running-sequence cap, and the limits its benchmark
     harness sets, ``bench_limits``). Pass a Deployment or the keyword arguments of make_deployment
     (``engine=``, ``engine_options=`` included). ``lengths``: a length mix (workloads/lengths.py: a
-    distribution, trace or dataset profile) in place of fixed ``input_len``/``output_len``."""
+    distribution, trace or dataset profile) in place of fixed ``input_len``/``output_len``. ``concurrency``: the
+    benchmark's cap on requests in flight (module docstring: it wins over the engine's cap and the request
+    count)."""
     dep = deployment or make_deployment(**deployment_kwargs)
     for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1)):
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
+    dep = with_concurrency(dep, concurrency)
+    notes = []
+    if concurrency is not None and num_requests < concurrency:
+        notes.append(f"num_requests={num_requests:,} is below the stated concurrency {concurrency:,}: "
+                     f"{concurrency:,} requests issued, one per slot")
+        num_requests = concurrency
     mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
     input_len, output_len = mix.mean_input, mix.mean_output
     rt = bench_limits(dep, offline_runtime(dep), mix)
@@ -216,9 +245,9 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
         joules_per_output_token=power * dep.num_gpus / out_tok_s, output_tokens_per_joule=out_tok_s / (power * dep.num_gpus),
         usd_per_million_output_tokens=per_million(dps, out_tok_s), memory_fraction=rt.memory_fraction,
         engine_settings=rt.describe(), max_num_seqs=rt.max_num_seqs, block_size=rt.block_size,
-        error_band=bands.get("throughput"), error_bands=bands, lengths=describe(mix), notes=list(mix.notes),
+        error_band=bands.get("throughput"), error_bands=bands, lengths=describe(mix), notes=list(mix.notes) + notes,
         run_output_tok_s=num_requests * output_len / run_s, run_s=run_s, num_requests=num_requests,
         tokens_per_step=fx.tau, kv_host_capacity_bytes_per_gpu=host,
         kv_limit_concurrency_device=float(groups * capacity / kv_seq) if kv_seq > 0 else float("inf"),
         host_read_ms_per_step=float(np.asarray(cost.comm_kinds.get("host_kv", 0.0)).reshape(-1)[i]) * 1e3
-        if "host_kv" in cost.comm_kinds else 0.0)
+        if "host_kv" in cost.comm_kinds else 0.0, stated_concurrency=concurrency)

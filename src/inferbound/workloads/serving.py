@@ -24,9 +24,14 @@ D·p prompts that keep D constant arriving in lumps, so some steps carry prefill
              loop) or 1 − (1 − C/N_r)^(N_r − 1) (another client in service; 0 for N_r = 1)
     E2E_c  = TTFT_c + (O_c − 1)·t                               E2E = Σ_c w_c E2E_c
 
-Clients of a real closed loop desynchronize (network and tokenizer jitter, chunked prefill splitting
-waves), so arrivals are treated as random; a simulator run of fixed lengths started at once stays in
-lockstep waves longer (compare ``inferbound simulate --concurrency``).
+Which closed loop. Back-to-back clients (Z = 0, the benchmark's: ``vllm bench serve --max-concurrency``)
+with fixed lengths send their prompts in waves:
+the first N at once, each later one at the step end of its predecessor's last token. Their TTFT, TPOT
+and throughput are closed_loop.py's wave model over a run of ``requests`` prompts (default
+data/closed_loop.yaml: vllm bench serve's --num-prompts), not this steady state. With a think time
+(exponential per client, as ``inferbound simulate`` draws it), lengths that spread, speculative decoding,
+prefix hits, a host KV tier, or prompts longer than a prefill-first engine's step, arrivals are treated as
+random as below, and a note says why the waves are not modelled.
 
 C solves its equation by bisection on [0, C_max] (C_max: the KV-cache, token-budget and max_num_seqs
 caps, steady_state.caps, as C = D_max·(1 + p)). Open loop with no root below C_max is overload (an
@@ -50,7 +55,10 @@ from ..deploy.bands import error_bands
 from ..pricing.energy import dollars_per_second, per_million, power_w
 from ..step.explain import phase
 from ..step.table import StepModel
+from ..base.datafiles import data_yaml
 from . import steady_state
+from .closed_loop import ClosedLoop, Waves
+from .features import Features
 from .lengths import Mix, describe
 from .max_throughput import MAX_THROUGHPUT_GRID
 
@@ -98,6 +106,7 @@ class ServingEstimate:
     error_bands: dict = field(default_factory=dict)  # by figure (throughput, ttft, tpot, itl, e2e): deploy/bands.py
     percentiles: str = ("over the request length classes; step and arrival variation is not modelled "
                         "(inferbound simulate gives the tails)")
+    wave_step: dict | None = None  # closed-loop waves: TPOT's split_s, communication_s, prefill_step_share
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -186,12 +195,93 @@ class _Replica:
         return self.point((lo + hi) / 2), False
 
 
+def _wave_reason(dep: Deployment, mix: Mix, clients: float, think_time: float) -> str | None:
+    """Why the closed loop's wave model (closed_loop.py) does not apply, or None when it does."""
+    rt = dep.runtime
+    if think_time > 0:
+        return (f"think time {think_time:g} s: clients think exponential times (as inferbound simulate draws them) and "
+                f"desynchronize, so arrivals are treated as random (steady state), not as waves")
+    if len(mix.inputs) > 1 or any(float(x) != int(x) for x in (*mix.inputs, *mix.outputs)):
+        return (f"lengths spread ({describe(mix)}): the closed loop's prefill waves (fixed lengths, ignore-eos) break "
+                f"up, so arrivals are treated as random; a benchmark with narrow length ranges may still run in waves "
+                f"and see a higher TTFT than this (inferbound simulate replays it)")
+    if Features(dep, rt, mix).active:
+        return ("speculative decoding, prefix hits or a host KV tier: the closed loop's wave model prices plain steps "
+                "only, so arrivals are treated as random; a benchmark's waves may see a higher TTFT (inferbound "
+                "simulate replays them)")
+    if not rt.mixed_batches and max(mix.inputs) > rt.token_budget:
+        return (f"{rt.label} runs prefill-first steps and a prompt of {max(mix.inputs):g} tokens spans several of its "
+                f"{rt.token_budget}-token steps: the wave model needs a prompt per step, so arrivals are treated as random")
+    if float(clients) != int(clients):
+        return (f"{clients:g} clients per replica is not whole: the wave model needs whole clients per replica, so "
+                f"arrivals are treated as random")
+    return None
+
+
+def _first_wave_note(dep: Deployment, r: "_Replica", mix: Mix, clients: float, think_time: float, run: float) -> str:
+    """With a think time, the clients' first prompts still leave at once (t = 0): the first wave's mean TTFT
+    (closed_loop.py), which a run of ``run`` prompts adds to its mean and this steady state leaves out."""
+    if think_time <= 0 or _wave_reason(dep, mix, clients, 0.0) is not None:
+        return ""
+    i, o = int(mix.inputs[0]), int(mix.outputs[0])
+    m = min(int(clients), int(r.rt.max_num_seqs * dep.par.attention_groups), max(int(run / dep.par.replicas), 1))
+    first = float(ClosedLoop(r.sm, r.rt, i, o).first(m)[0].mean())
+    return (f"; the first {m} prompts per replica still leave at once and queue as a wave (mean TTFT "
+            f"{first * 1e3:,.0f} ms, closed_loop.py), which adds (that − TTFT)·{m}/{run / dep.par.replicas:,.0f} "
+            f"to a run's mean TTFT and is left out here")
+
+
+def default_requests() -> int:
+    """The run's prompts when none are given: data/closed_loop.yaml (vllm bench serve's --num-prompts)."""
+    return int(data_yaml("closed_loop.yaml")["num_prompts"]["value"])
+
+
+def _from_waves(dep: Deployment, r: "_Replica", mix: Mix, concurrency: int, requests: float,
+                notes: list) -> ServingEstimate:
+    """The ServingEstimate of back-to-back clients in waves (closed_loop.py), per replica scaled to the whole."""
+    reps, rt = dep.par.replicas, dep.runtime
+    i, o = int(mix.inputs[0]), int(mix.outputs[0])
+    wv: Waves = ClosedLoop(r.sm, rt, i, o).waves(int(concurrency // reps), requests / reps)
+    g, n_groups, rest = wv.groups
+    how = {"waves": f"then {n_groups} group(s) of {g} (last {rest}) per cycle of {o} steps",
+           "waves (prefill-first)": "every wave alike (prefill-first steps)",
+           "one prompt at a time": "then one prompt at a time, chunked over its steps",
+           "every step carries prompts": "then every step carries prompts"}.get(wv.regime,
+                                                                                 "then every step full (budget-bound)")
+    notes.insert(0, f"closed loop, back-to-back clients, fixed lengths: prompts in waves (the first {wv.running} "
+                    f"queue behind the {r.rt.token_budget * dep.par.attention_groups}-token budget over "
+                    f"{wv.first_steps} steps, mean TTFT {wv.ttft_first * 1e3:,.0f} ms; {how}, TTFT "
+                    f"{wv.ttft_steady * 1e3:,.0f} ms); means over a run of {requests:,.0f} prompts = {wv.waves:.3g} "
+                    f"waves (closed_loop.py)")
+    notes.extend(wv.notes)
+    vals, weights = [v for v, _ in wv.ttft_values], [w for _, w in wv.ttft_values]
+    x = wv.requests_per_s
+    out_tok_s = x * o * reps
+    dps = dollars_per_second(dep.gpu, dep.num_gpus)
+    e2e = [v + (o - 1) * wv.tpot for v in vals]
+    return ServingEstimate(
+        model=dep.model.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, replicas=reps, mode="concurrency",
+        request_rate=None, concurrency=concurrency, think_time_s=0.0, lengths=describe(mix), input_len=float(i),
+        output_len=float(o), in_service=float(wv.running), queued=float(wv.queued),
+        decode_batch=wv.running * (o - 1) / o, busy_share=1.0, step_time_s=wv.tpot, ttft_s=_stats(vals, weights),
+        itl_s=wv.tpot, tpot_s=wv.tpot, e2e_s=_stats(e2e, weights), queue_wait_s=wv.queue_wait,
+        output_tok_s=out_tok_s, output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=1.0 / wv.tpot,
+        requests_per_s=x * reps, littles_law=x * wv.e2e / (concurrency / reps), limited_by=wv.limited_by,
+        bound=phase(wv.decode_cost, "").bound, power_per_gpu_w=wv.watts,
+        joules_per_output_token=wv.watts * dep.num_gpus / out_tok_s,
+        usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_capacity_bytes_per_gpu=r.capacity,
+        engine_settings=rt.describe(), notes=notes, error_bands=error_bands(dep, "serving"),
+        percentiles="over the prompts' places in the waves (first wave and later ones, weighted by the run's waves)",
+        wave_step={"split_s": wv.split_s, "communication_s": wv.comm_s, "prefill_step_share": wv.prefill_step_share})
+
+
 def serving(deployment: Deployment | None = None, rate: float | None = None, concurrency: int | None = None,
             think_time: float = 0.0, input_len: float = 1024, output_len: float = 256, lengths: Mix | None = None,
-            **deployment_kwargs) -> ServingEstimate:
+            requests: int | None = None, **deployment_kwargs) -> ServingEstimate:
     """The steady state of serving at ``rate`` requests/s (open loop) or ``concurrency`` clients (closed
     loop) on the deployment's engine (module docstring). ``lengths``: a length mix in place of fixed
-    ``input_len``/``output_len``."""
+    ``input_len``/``output_len``. ``requests``: the closed loop's run of prompts (``vllm bench serve
+    --num-prompts``; default data/closed_loop.yaml), whose first wave its means include."""
     dep = deployment or make_deployment(**deployment_kwargs)
     if (rate is None) == (concurrency is None):
         raise ValueError("give exactly one of rate (requests/s, open loop) or concurrency (clients, closed loop)")
@@ -202,12 +292,20 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         raise ValueError(f"concurrency={concurrency} must be an integer >= 1")
     if not (np.isfinite(think_time) and think_time >= 0):
         raise ValueError(f"think_time={think_time} must be a number of seconds >= 0")
+    if requests is not None and (isinstance(requests, bool) or int(requests) != requests or requests < 1):
+        raise ValueError(f"requests={requests!r} must be an integer >= 1 (the closed loop's number of prompts)")
     mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
     reps = dep.par.replicas
     closed = concurrency is not None
     clients = concurrency / reps if closed else 0.0
     r = _Replica(dep, mix, closed, clients, think_time)
     notes = list(mix.notes) + list(dep.warnings)
+    if closed:
+        why = _wave_reason(dep, mix, clients, think_time)
+        run = float(requests or default_requests())
+        if why is None:
+            return _from_waves(dep, r, mix, int(concurrency), run, notes)
+        notes.insert(0, why + _first_wave_note(dep, r, mix, clients, think_time, run))
     if closed and think_time == 0:  # every client is in service (or queued past the caps): C = min(N_r, C_max)
         point, capped = r.point(min(clients, r.c_max)), clients > r.c_max
     elif closed:

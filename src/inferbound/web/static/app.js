@@ -257,7 +257,8 @@
     html("p", "explain", `${num(s.in_service)} requests in service per replica (mean), ${num(s.decode_batch)} ` +
       `decoding while busy, busy ${pct(s.busy_share)} of the time, ${num(s.requests_per_s)} req/s` +
       (s.queue_wait_s > 0 ? `, ${num(s.queue_wait_s * 1e3)} ms queue wait` : "") +
-      (s.limited_by !== "none" ? `; limited by ${s.limited_by}` : "") + `. Percentiles ${s.percentiles}.`, box);
+      (s.limited_by !== "none" ? `; limited by ${s.limited_by}` : "") + `. Percentiles ${s.percentiles}.` +
+      ((s.notes || []).length ? " " + s.notes.join(" ") : ""), box);
     $("sim-title").textContent = "Serving steady state";
     $("sim-note").textContent = `${loadText()}; ${s.lengths}`;
   }
@@ -287,10 +288,11 @@
     const lengths = {input_len: work.input_len, output_len: work.output_len, ...lengthsBody()};
     const calls = [api("/api/estimate", {...dep, ...work, scenario: "static"}), api("/api/roofline", {...dep, ...work})];
     if (scenario === "max-throughput") calls.push(api("/api/estimate", {...dep, ...lengths, scenario}));
-    if (scenario === "serving") calls.push(api("/api/estimate", {...dep, ...lengths, ...loadBody(), scenario}));
+    const run = val("load") === "concurrency" ? {requests: int("requests", 1000)} : {};  // the closed loop's prompts
+    if (scenario === "serving") calls.push(api("/api/estimate", {...dep, ...lengths, ...loadBody(), ...run, scenario}));
     if (scenario === "simulate") {
       calls.push(api("/api/simulate", {...dep, ...lengths, ...loadBody(), requests: int("requests", 1000)}));
-      calls.push(api("/api/estimate", {...dep, ...lengths, ...loadBody(), scenario: "serving"}));  // its view
+      calls.push(api("/api/estimate", {...dep, ...lengths, ...loadBody(), ...run, scenario: "serving"}));  // its view
     }
     const res = await Promise.allSettled(calls);
     if (my !== seq) return;

@@ -24,8 +24,14 @@ functions to break it down, so the panels describe the scenario and not a static
 
       split_k = Σ_j freq_j · split_k(step j) / τ        Σ_k split_k = t  (the result's step_time_s)
 
-  with the bound and one-line explanation of explain.py; ``prefill_step_share`` = Σ_{j≥1} freq_j / Σ_j freq_j,
+  with the one-line explanation of explain.py; ``prefill_step_share`` = Σ_{j≥1} freq_j / Σ_j freq_j,
   the share of engine steps that carry prefill.
+
+- **one bound**: ``bound`` is the bound of the decode-side step at D (explain.phase of ``steps(...).decode``),
+  the same step the result's own ``bound`` and its error bands read (workloads/max_throughput.py,
+  serving.py, deploy/bands.py), so the page, the API and the CLI name one bound for one operating point;
+  ``largest_share`` names the resource with the largest share of the blended split above (prefill chunks
+  included), which may differ from the decode step's bound when prompts are long.
 """
 from __future__ import annotations
 
@@ -33,16 +39,16 @@ import math
 
 import numpy as np
 
-from ..step.explain import bound_of, explain
+from ..step.explain import BOUND_WORDS, bound_of, explain, phase
 from ..deploy.memory import MemoryReport, activation_bytes, kv_bytes_per_gpu, weight_bytes_per_gpu
 from ..deploy.offload import tier_of
 from ..deploy.prefix import pool_tokens
 from ..deploy.runtime import draft_weight_bytes, kv_capacity_bytes, offline_runtime, runtime_reserve_bytes
 from ..deploy.speculative import spec_of
 from ..step.table import StepModel
-from ..workloads import steady_state
-from ..workloads.lengths import Mix
-from ..workloads.max_throughput import MAX_THROUGHPUT_GRID, bench_limits
+from . import steady_state
+from .lengths import Mix
+from .max_throughput import MAX_THROUGHPUT_GRID, bench_limits
 
 
 def memory_at(dep, rt, mix: Mix, in_flight: float, basis: str) -> dict:
@@ -84,10 +90,12 @@ def step_at(dep, rt, mix: Mix, decode: float, label: str) -> dict:
     split = {k: v for k, v in split.items() if v > 0}
     kinds = {k: v for k, v in kinds.items() if v > 0}
     time = float(np.mean(st.per_token("time")))
-    bound = bound_of(split)
+    bound = phase(st.decode, "").bound  # the decode-side step's, as the result and its bands (docstring)
     freq = [float(np.mean(f)) for f in st.freq]
     return {"time_s": time, "bound": bound, "split_s": split, "communication_s": kinds,
-            "explanation": explain(label, bound, split, time, kinds),
+            "largest_share": bound_of(split),
+            "explanation": explain(f"{label}, per output token", bound_of(split), split, time, kinds)
+            + f"; the decode step alone: {BOUND_WORDS[bound]}",
             "prefill_step_share": sum(freq[1:]) / sum(freq) if sum(freq) > 0 else 0.0,
             "tokens_per_step": float(st.tau), "decode_batch": float(decode)}
 
@@ -107,5 +115,13 @@ def serving_view(dep, s, mix: Mix) -> dict:
     rt = dep.runtime
     basis = (f"serving steady state: {s.in_service:,.1f} requests in service per replica (mean), KV of their "
              f"held tokens (reservation {rt.reservation}); activations at the token budget {rt.token_budget:,}")
-    return {"memory": memory_at(dep, rt, mix, s.in_service, basis),
-            "step": step_at(dep, rt, mix, s.decode_batch, "Serving step")}
+    step = step_at(dep, rt, mix, s.decode_batch, "Serving step")
+    wave = getattr(s, "wave_step", None)
+    if wave:  # closed-loop waves (closed_loop.py): the split of the result's own TPOT, not of a random-arrival step
+        split = {k: v for k, v in wave["split_s"].items() if v > 0}
+        kinds = {k: v for k, v in wave["communication_s"].items() if v > 0}
+        step.update(time_s=s.tpot_s, split_s=split, communication_s=kinds, largest_share=bound_of(split),
+                    prefill_step_share=wave["prefill_step_share"],
+                    explanation=explain("Serving step in closed-loop waves, per output token", bound_of(split), split,
+                                        s.tpot_s, kinds) + f"; the decode step alone: {BOUND_WORDS[step['bound']]}")
+    return {"memory": memory_at(dep, rt, mix, s.in_service, basis), "step": step}

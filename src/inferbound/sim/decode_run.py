@@ -1,0 +1,174 @@
+"""Runs of decode-only steps of one replica, advanced in one call (the scheduler's fast path).
+
+While a replica's batch holds only decoding sequences (nothing waiting, nothing prefilling, no
+speculative decoding, no host KV tier), its steps are the same step of scheduler.py over and over: each
+of the n sequences adds one token, so step s of a run that starts with contexts c_j has contexts
+c_j + s, and nothing else changes until one of
+
+- a sequence finishes: after min_j (target − generated) steps; that step is the run's last, and its
+  finishes are applied as the step-by-step path applies them (Replica._finish_decodes);
+- a sequence needs a block the pool cannot give: sequence j holding H_j blocks (prefix depth included)
+  takes its next block in step r_j = H_j·bs − c_j and then every bs steps (its blocks hold its cached
+  tokens: H_j·bs >= c_j), so step s takes a_s = #{j : r_j <= s, (s − r_j) mod bs = 0} blocks; the run
+  stops before the first step whose cumulative Σ a exceeds the free blocks (preemption and prefix-cache
+  eviction are the step-by-step path's);
+- an event that may give the replica work: an arrival, a KV transfer, any other step end (the event
+  loop's ``horizon``); a step of the run starts only before it (an event at a step's start is applied
+  before that step is planned, so the step-by-step path would see it).
+
+Step s's time and power are StepModel prices at contexts c_j + s: the first steps one by one
+(``StepModel.step``, as the step-by-step path), the rest in one vectorized ``StepModel.price`` over the
+run's steps (of_sequences' decode-only load with the steps on an axis: per attention kind the pairs and
+the cached tokens read are both Σ_j kind_reads(c_j + s + 1)), equal to the scalar path to 1e-12
+(tests/test_sim_fast_paths.py). Step ends are summed in order (e_s = e_{s−1} + t_s, as the event loop
+meets them), so every timestamp, gap and sample equals the step-by-step path's within float rounding
+(tests/test_sim_fastpath.py, with ``SimConfig.decode_runs`` off as the reference). The run's samples
+go to the ledger in one call, its gaps as one duration per step for all n sequences, and its blocks
+through one ``BlockManager.allocate``; a run costs a few numpy operations plus one price per step, not
+the three phases of a planned step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..operators import attention_kinds, kind_reads
+from ..pricing.energy import power_w
+from ..step.contract import StepLoad, of_sequences
+
+SCALAR_STEPS = 24  # steps priced one by one before the rest go in one vectorized call (≈ its fixed cost)
+MAX_RUN = 1024  # steps planned at most in one run (bounds the arrays: MAX_RUN × max_num_seqs floats)
+
+
+def may_run(rep) -> bool:
+    """Whether the replica's state is one a run of decode-only steps covers (module docstring)."""
+    return (rep.dec.n > 0 and not rep.waiting and not rep.prefilling and not rep.spec_k
+            and rep.device_blocks is None)
+
+
+def blocks_per_step(first: np.ndarray, bs: int, steps: int) -> list[int]:
+    """a_s, the blocks step s takes, for s = 0..steps−1 (module docstring); ``first``: each sequence's
+    r_j (whole numbers >= 0). With every r_j < bs the pattern repeats every bs steps: a_s = #{j : r_j = s
+    mod bs}."""
+    r = first.astype(np.int64)
+    if int(np.maximum.reduce(r)) < bs:
+        return (np.bincount(r, minlength=bs).tolist() * -(-steps // bs))[:steps]
+    per = np.zeros(-(-steps // bs) * bs, dtype=np.int64)
+    per[:steps] = np.bincount(r[r < steps], minlength=steps)[:steps]  # first blocks, at step r_j
+    return per.reshape(-1, bs).cumsum(axis=0).ravel()[:steps].tolist()  # and every bs steps after
+
+
+def run_load(model, ctx0: np.ndarray, offsets: np.ndarray) -> StepLoad:
+    """The decode-only loads of steps at contexts ctx0 + s for each s of ``offsets``, as one StepLoad with
+    the steps on an axis (of_sequences' load of each step: module docstring)."""
+    kinds = attention_kinds(model)
+    base = of_sequences(model, ctx0, kinds=kinds)
+    after = ctx0[None, :] + (offsets[:, None] + 1.0)  # each decode's length once it adds its token
+    att = {}
+    for kind in kinds:
+        d = np.add.reduce(kind_reads(kind, after), axis=1)  # whole numbers: exact in any order
+        att[kind] = (d, np.zeros_like(d), d)
+    return StepLoad(base.tokens, base.sampled, base.sequences, att, base.seqgroups)
+
+
+class _Run:
+    """A run being priced: its next step s, the end e of its last step, blocks taken, samples and gaps."""
+
+    __slots__ = ("s", "e", "taken", "samples", "gaps", "busy", "energy")
+
+    def __init__(self, t: float, busy: float, energy: float):
+        self.s, self.e, self.taken, self.samples, self.gaps = 0, t, 0, [], []
+        self.busy, self.energy = busy, energy
+
+    def add(self, d: float, w: float, used: float, n: float, index: float) -> None:
+        """Step s took d seconds at w watts per GPU, ``used`` blocks in use."""
+        start = self.e
+        self.e = start + d  # as the event loop meets the step ends
+        self.samples += (start, d, n, 0.0, 0.0, n, used, index, w)  # ledger.SAMPLE_FIELDS
+        self.gaps.append(self.e - start)
+        self.busy += d
+        self.energy += w * d
+        self.s += 1
+
+
+def _vector_steps(rep, run: _Run, ctx: np.ndarray, horizon: float, steps: int, per, free: int) -> None:
+    """Steps run.s.. of the run priced in vectorized StepModel.price calls, each starting before ``horizon``
+    and their blocks within ``free``."""
+    sm, dep = rep.sm, rep.sm.dep
+    n, index, used0 = float(ctx.size), float(rep.index), float(rep.pool.used())
+    while run.s < steps and run.e < horizon:
+        s = run.s
+        m = steps - s
+        if horizon != np.inf:  # steps grow with context: (horizon − e)/last step is enough to pass it
+            m = min(m, int((horizon - run.e) / run.samples[-8]) + 1)
+        cum = None
+        if per is not None:
+            cum = run.taken + np.cumsum(per[s:s + m])
+            m = int(np.searchsorted(cum, free, side="right"))  # Σ a nondecreasing: the steps it fits
+            if m == 0:
+                return
+        cost = sm.price(run_load(dep.model, ctx, np.arange(s, s + m, dtype=float)), "stream")
+        d = np.broadcast_to(np.asarray(cost.time, dtype=float), (m,)).tolist()
+        w = np.broadcast_to(np.asarray(power_w(dep.gpu, dep.compute_dtype, cost.flops, cost.bytes, cost.time),
+                                       dtype=float), (m,)).tolist()
+        for i in range(m):
+            if i and not run.e < horizon:
+                return
+            if cum is not None:
+                run.taken = int(cum[i])
+            run.add(d[i], w[i], used0 + run.taken, n, index)
+
+
+def decode_run(rep, t: float, horizon: float):
+    """Plan and apply a run of decode-only steps of ``rep`` from ``t`` (module docstring); returns
+    (end of its last step, finished rids, []) as Replica.start_step, or None when no run applies (the
+    first step needs blocks the pool lacks: the step-by-step path plans it, preempting)."""
+    dec, pool, ledger = rep.dec, rep.pool, rep.ledger
+    n = dec.n
+    to_go = int(dec.to_go())
+    steps = min(to_go, MAX_RUN)  # the step that finishes a sequence is the run's last
+    ctx = dec.cached[:n]
+    per = first = None
+    bs = pool.block_size
+    if not rep.reserve_full:  # (reserve_full: every block was taken at admission)
+        first = (dec.blocks[:n] + dec.depth[:n]) * bs - ctx if dec.deep else dec.blocks[:n] * bs - ctx
+        if float(np.minimum.reduce(first)) < 0:  # blocks short of the cached tokens: not a run's state
+            return None
+        per = blocks_per_step(first, bs, steps)
+    free, price = pool.free, rep.pricer.price
+    mode = "stream" if t == rep.last_end else "isolated"
+    run = _Run(t, rep.busy_s, rep.energy_j_per_gpu)
+    n_f, index, used0 = float(n), float(rep.index), float(pool.used())
+    limit = min(steps, SCALAR_STEPS)
+    while run.s < limit and (not run.s or run.e < horizon):
+        if per is not None:
+            a = per[run.s]
+            if run.taken + a > free:
+                break
+            run.taken += a
+        d, w = price(ctx + run.s, (), mode)
+        mode = "stream"
+        run.add(d, w, used0 + run.taken, n_f, index)
+    if run.s == 0:
+        return None
+    if run.s == limit < steps and run.e < horizon:
+        _vector_steps(rep, run, ctx, horizon, steps, per, free)
+    k = run.s
+    if run.taken:
+        pool.allocate(run.taken)
+        dec.blocks[:n] += np.where(first < k, np.floor((k - 1 - first) / bs) + 1.0, 0.0)
+    ledger.record_step_values(run.samples)
+    if dec.last_all == t:  # the first step's gaps, as Replica._apply_decodes records them
+        ledger.record_equal_gaps(run.gaps[0], n)
+    else:
+        ledger.record_gaps(t + run.samples[1], dec.lasts(), t)
+    if k > 1:  # every later step: all n waited exactly the step before
+        ledger.record_equal_gap_run(run.gaps[1:], n)
+    dec.cg[:, :n] += float(k)
+    end = run.e
+    dec.set_last(end)
+    rep.busy_s, rep.energy_j_per_gpu = run.busy, run.energy
+    rep.last_end = end
+    if k < to_go:  # no sequence finished: at least to_go − k tokens to go for each
+        dec.due = float(to_go - k)
+        return end, [], []
+    return end, rep._finish_decodes(end, n), []
