@@ -654,3 +654,14 @@ def test_every_script_and_style_of_the_page_is_local(client):
         assert r.status_code == 200, asset
         text = r.text.replace("http://www.w3.org/2000/svg", "")
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, asset
+
+
+def test_search_says_an_allowed_long_context(client):
+    """GPT-2's context is 1,024 tokens (n_positions): 1,000 + 100 tokens exceed it. Without the allowance the
+    request is refused at input_len; with it the search runs and its response carries the warning, as the
+    CLI's search prints it."""
+    body = {"model": "gpt2", "gpus": ["h100_sxm"], "max_gpus": 1, "input_len": 1000, "output_len": 100, "top": 1}
+    r = client.post("/api/search", json=body)
+    assert r.status_code == 422 and ["body", "input_len"] in loc_of(r), r.text
+    got = post(client, "/api/search", {**body, "allow_long_context": True})
+    assert any("1,024" in w or "1024" in w for w in got["warnings"]), got["warnings"]

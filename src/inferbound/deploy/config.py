@@ -80,6 +80,13 @@ class Parallelism(BaseModel):
     replica, or all tp·dp GPUs when ``attention_dp`` makes the dp ranks one replica whose attention
     is data parallel and whose experts are spread over every rank (DeepSeek-style); ``ep`` must divide
     that group, and the rest splits each expert (expert TP). ``nodes`` spreads the GPUs over machines.
+
+    ``attention_dp`` with ``ep`` 1 is SGLang's ``--enable-dp-attention`` beside TP-sharded MoE: each
+    attention group runs its own sequences, then the MLP (dense or MoE) sees every group's tokens,
+    all-gathered over the tp·dp ranks, and runs TP-sharded over all of them (``mlp_shard``); a
+    reduce-scatter returns each group its tokens (sglang python/sglang/srt/layers/communicator.py
+    ``LayerScatterModes._compute_mlp_mode`` / ``sparse_mlp_scatter_mode``: FULL without an all-to-all
+    backend; dp_attention.py ``dp_gather_partial``, ``dp_reduce_scatter_tensor``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,7 +95,7 @@ class Parallelism(BaseModel):
     pp: int = Field(default=1, ge=1)
     ep: int = Field(default=1, ge=1)
     dp: int = Field(default=1, ge=1)
-    attention_dp: bool = Field(default=False, description="attention data-parallel beside EP (DeepSeek)")
+    attention_dp: bool = Field(default=False, description="attention data-parallel beside EP or TP-sharded MoE (DeepSeek)")
     nodes: int = Field(default=1, ge=1)
     sequence_parallel: bool = Field(default=False, description="reduce-scatter + all-gather instead of all-reduce")
     pp_split: tuple[int, ...] | None = Field(default=None, description="layers per pipeline stage (uneven allowed)")
@@ -105,8 +112,6 @@ class Parallelism(BaseModel):
 
     @model_validator(mode="after")
     def _ep_divides(self) -> "Parallelism":
-        if self.attention_dp and self.ep == 1:
-            raise ValueError("attention_dp=True needs ep > 1")
         if self.pp_split is not None:
             if len(self.pp_split) != self.pp or min(self.pp_split) < 1:
                 raise ValueError(f"pp_split={list(self.pp_split)} must list {self.pp} positive layer counts (one per stage)")
@@ -126,6 +131,24 @@ class Parallelism(BaseModel):
     def moe_group(self) -> int:
         """GPUs that share one MoE layer's experts: tp, or tp·dp with attention data parallel."""
         return self.tp * self.attention_groups
+
+    @property
+    def dp_gathered_mlp(self) -> bool:
+        """Whether the MLP layers run on tokens all-gathered over the attention groups, TP-sharded over
+        the tp·dp ranks (attention data parallel without EP: SGLang's DP attention with MoE TP)."""
+        return self.attention_dp and self.ep == 1 and self.dp > 1
+
+    @property
+    def mlp_shard(self) -> int:
+        """Ways a dense MLP or the shared experts are split: tp·dp when ``dp_gathered_mlp``, else tp."""
+        return self.moe_group if self.dp_gathered_mlp else self.tp
+
+    @property
+    def head_shard(self) -> int:
+        """Ways the LM head is split (vocab parallel): tp·dp when ``dp_gathered_mlp`` (sglang
+        models/deepseek_v2.py ``ParallelLMHead(..., use_attn_tp_group=enable_dp_lm_head)``, off by default:
+        the whole TP group), else tp."""
+        return self.moe_group if self.dp_gathered_mlp else self.tp
 
     @property
     def expert_tp(self) -> int:

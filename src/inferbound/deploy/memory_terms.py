@@ -36,13 +36,13 @@ def _stages(m: ModelSpec, par: Parallelism):
 def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
     """Weight bytes on the most loaded GPU (the heaviest pipeline stage).
 
-    Per layer (model.params.layer_params): attention, state-space projections, dense MLP and shared
-    experts split over tp; routed experts over the GPUs sharing a MoE layer (tp, or tp·dp with
+    Per layer (model.params.layer_params): attention and state-space projections split over tp, dense
+    MLP and shared experts over tp (tp·dp with attention data parallel without EP: Parallelism.mlp_shard); routed experts over the GPUs sharing a MoE layer (tp, or tp·dp with
     attention data parallel: E/ep experts per GPU, each split expert_tp ways); router over tp; norms
     replicated. Each component at its stored format (dtypes.component_weight_bytes: the weight format
     where the deployment, or the checkpoint, quantizes it; else 16-bit). The first stage adds the
     embedding (and OPT-style embedding projections, BLOOM's embedding LayerNorm, replicated), the last the
-    LM head and final norm (vocab-parallel over tp).
+    LM head and final norm (vocab-parallel over tp; Parallelism.head_shard).
     """
     hb = bytes_per_element(dt.high_precision)
     p = count_params(m)
@@ -50,8 +50,9 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
     def layer_bytes(g) -> float:
         lp = layer_params(m, g)
         b = (lp.attention * component_weight_bytes(dt, "attention") + lp.ssm * component_weight_bytes(dt, "ssm")
-             + lp.dense_mlp * component_weight_bytes(dt, "dense_mlp")
-             + lp.shared_experts * component_weight_bytes(dt, "shared_experts") + lp.router * hb) / par.tp
+             + lp.router * hb) / par.tp
+        b += (lp.dense_mlp * component_weight_bytes(dt, "dense_mlp")
+              + lp.shared_experts * component_weight_bytes(dt, "shared_experts")) / par.mlp_shard
         b += lp.routed_experts * component_weight_bytes(dt, "routed_experts") / par.moe_group
         return g.count * (b + lp.norms * hb)
 
@@ -62,7 +63,7 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
         if i == 0:
             load += (p.embedding + p.embed_projection) * hb / par.tp + norm_params(m) * hb * m.embedding_norm
         if i == len(stages) - 1:
-            load += p.lm_head * hb / par.tp + norm_params(m) * hb * m.final_norm
+            load += p.lm_head * hb / par.head_shard + norm_params(m) * hb * m.final_norm
         loads.append(load)
     return float(max(loads))
 

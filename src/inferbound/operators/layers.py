@@ -86,16 +86,41 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
     if g.moe:
         ops.extend(_moe_ops(m, g, dt, par, tokens, moe_imbalance, label))
     elif g.mlp:
-        p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / tp
-        ops.append(Op("mlp", "gemm", g.count, flops=2 * tokens * p, weight_bytes=p * component_weight_bytes(dt, "dense_mlp"),
-                      act_bytes=tokens * (2 * d + 3 * m.intermediate_size / tp) * ab, group=label,
-                      shape=gemm_shape(dt, "dense_mlp", tokens, *_mlp_gemms(d, m.intermediate_size / tp, m.gated_mlp))))
-        ops.extend(_tp_reduce("mlp", g, par, tokens * d * cb, label))
+        gathered = par.dp_gathered_mlp
+        t_mlp = tokens * par.attention_groups if gathered else tokens
+        sh = par.mlp_shard
+        if gathered:
+            ops.append(_dp_gather("mlp", g, par, t_mlp * d * cb, label))
+        p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / sh
+        ops.append(Op("mlp", "gemm", g.count, flops=2 * t_mlp * p, weight_bytes=p * component_weight_bytes(dt, "dense_mlp"),
+                      act_bytes=t_mlp * (2 * d + 3 * m.intermediate_size / sh) * ab, group=label,
+                      shape=gemm_shape(dt, "dense_mlp", t_mlp, *_mlp_gemms(d, m.intermediate_size / sh, m.gated_mlp))))
+        ops.extend(_dp_reduce_scatter("mlp", g, par, t_mlp * d * cb, label) if gathered
+                   else _tp_reduce("mlp", g, par, tokens * d * cb, label))
 
     # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
     elems = tokens * d * (m.norms_per_layer + 1)
     ops.append(Op("norms_residual", "elementwise", g.count, flops=8 * elems, act_bytes=3 * elems * ab,
                   group=label))
+    return ops
+
+
+def _dp_gather(name: str, g: LayerGroup, par: Parallelism, size_bytes, label: str) -> Op:
+    """All-gather of the attention groups' hidden states before a DP-gathered MLP (dp_gathered_mlp):
+    S = T·dp·d·(comm bytes), the gathered tensor every rank of the tp·dp group ends with (sglang
+    dp_attention.py ``dp_gather_partial``: ``all_gather_into_tensor`` over the TP group, MAX_LEN padding)."""
+    return _collective(f"{name}_dp_all_gather", "all_gather", g.count, size_bytes, "moe", par.moe_group, label)
+
+
+def _dp_reduce_scatter(name: str, g: LayerGroup, par: Parallelism, size_bytes, label: str) -> list[Op]:
+    """Reduce-scatter of the TP-sharded MLP's partial sums back to each attention group's tokens, S = the
+    same T·dp·d·(comm bytes) (sglang dp_attention.py ``dp_reduce_scatter_tensor``: ``reduce_scatter_tensor``
+    over the TP group); it takes the place of the TP all-reduce. With attention TP t > 1 each rank got
+    1/(t·dp) of the tokens, and an all-gather of the group's S/dp bytes over its t ranks restores them."""
+    ops = [_collective(f"{name}_dp_reduce_scatter", "reduce_scatter", g.count, size_bytes, "moe", par.moe_group, label)]
+    if par.tp > 1:
+        ops.append(_collective(f"{name}_dp_attn_all_gather", "all_gather", g.count, size_bytes / par.dp, "tp",
+                               par.tp, label))
     return ops
 
 
@@ -112,6 +137,9 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     holds E/ep experts, each split over expert_tp = group/ep GPUs. Per GPU: FLOPs
     2·T_moe·k·P_e/group·imbalance; weights read: experts touched by T_moe tokens / ep, /expert_tp.
     EP moves token copies with an all-to-all dispatch and combine of (T_moe/ep)·k·d values per GPU.
+    Attention data parallel without EP (``dp_gathered_mlp``): an all-gather of T_moe·d values before the
+    router, router and shared experts on all T_moe tokens (shared experts split tp·dp ways), and one
+    reduce-scatter of T_moe·d values after the experts (sglang communicator.py, dp_attention.py).
     """
     e, d = m.moe, m.hidden_size
     ab = _act_bytes(dt)
@@ -120,11 +148,15 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     group = par.moe_group
     t_moe = tokens * par.attention_groups
     imb = imbalance if par.ep > 1 else 1.0
+    gathered = par.dp_gathered_mlp  # the layer runs on every group's T_moe tokens (SGLang DP attention, MoE TP)
+    t_in = t_moe if gathered else tokens
+    if gathered:
+        ops.append(_dp_gather("moe", g, par, t_moe * d * cb, label))
     router = router_params(m)
-    ops.append(Op("router", "gemm", g.count, flops=2 * tokens * router,
+    ops.append(Op("router", "gemm", g.count, flops=2 * t_in * router,
                   weight_bytes=router * bytes_per_element(dt.high_precision),
-                  act_bytes=tokens * (d + e.num_experts) * ab, group=label,
-                  shape=gemm_shape(dt, None, tokens, (router / d, d))))
+                  act_bytes=t_in * (d + e.num_experts) * ab, group=label,
+                  shape=gemm_shape(dt, None, t_in, (router / d, d))))
     per_expert = expert_params(m)
     width = e.latent_size or d  # Nemotron-H latent MoE: experts read a narrower projection
     touched = experts_touched(t_moe, e.num_experts, e.top_k)
@@ -145,13 +177,16 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
             ops.append(_collective("expert_all_reduce", "all_reduce", g.count, t_moe / par.ep * e.top_k * d * cb,
                                    "expert_tp", par.expert_tp, label))
     if e.num_shared_experts:
-        sh = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts / par.tp
-        ops.append(Op("shared_experts", "gemm", g.count, flops=2 * tokens * sh,
+        ways = par.mlp_shard
+        sh = mlp_params(d, e.shared_intermediate_size, m.gated_mlp, e.expert_bias) * e.num_shared_experts / ways
+        ops.append(Op("shared_experts", "gemm", g.count, flops=2 * t_in * sh,
                       weight_bytes=sh * component_weight_bytes(dt, "shared_experts"),
-                      act_bytes=tokens * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / par.tp) * ab,
-                      group=label, shape=gemm_shape(dt, "shared_experts", tokens, *_mlp_gemms(
-                          d, e.shared_intermediate_size * e.num_shared_experts / par.tp, m.gated_mlp))))
-    if par.ep == 1:  # experts and shared experts reduce together over TP
+                      act_bytes=t_in * (2 * d + 2 * e.shared_intermediate_size * e.num_shared_experts / ways) * ab,
+                      group=label, shape=gemm_shape(dt, "shared_experts", t_in, *_mlp_gemms(
+                          d, e.shared_intermediate_size * e.num_shared_experts / ways, m.gated_mlp))))
+    if gathered:  # experts and shared experts reduce together, scattered back to the groups
+        ops.extend(_dp_reduce_scatter("moe", g, par, t_moe * d * cb, label))
+    elif par.ep == 1:  # experts and shared experts reduce together over TP
         ops.extend(_tp_reduce("moe", g, par, tokens * d * cb, label))
     else:
         if e.num_shared_experts:
@@ -187,17 +222,25 @@ def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[La
 def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
     """The LM head of the last stage for ``sampled`` sequences (one logits row each; the replica's count),
     the engine's host work for them (scheduling, sampling: once per step, per attention-DP rank) and,
-    under TP, the all-gather of the vocab-parallel fp32 logits for sampling."""
-    tp = par.tp
+    under TP, the all-gather of the vocab-parallel fp32 logits for sampling. With ``dp_gathered_mlp``
+    (SGLang DP attention, no EP) the head is split tp·dp ways and runs on every group's rows: an
+    all-gather of their hidden states (rows·d values) first, then the logits all-gather over tp·dp
+    (sglang layers/logits_processor.py: ``dp_gather_replicate`` unless --enable-dp-lm-head)."""
+    ways = par.head_shard
     d = m.hidden_size
-    logits = _tokens(np.asarray(sampled, dtype=float) / par.attention_groups)
-    vocab_loc = m.vocab_size / tp
-    ops = [Op("lm_head", "gemm", 1, flops=2 * logits * d * vocab_loc,
-              weight_bytes=d * vocab_loc * bytes_per_element(dt.high_precision),
-              act_bytes=logits * (d * _act_bytes(dt) + vocab_loc * 4), shape=gemm_shape(dt, None, logits, (vocab_loc, d))),
-           Op("host", "host", 1, shape={"host": logits})]
-    if tp > 1:  # gather the vocab-parallel logits for sampling
-        ops.append(_collective("logits_all_gather", "all_gather", 1, logits * m.vocab_size * 4, "tp", tp, ""))
+    logits = _tokens(np.asarray(sampled, dtype=float) / par.attention_groups)  # this rank's rows
+    rows = _tokens(sampled) if par.dp_gathered_mlp else logits                  # the head's rows
+    vocab_loc = m.vocab_size / ways
+    ops = []
+    if par.dp_gathered_mlp:
+        ops.append(_collective("logits_dp_all_gather", "all_gather", 1, rows * d * _comm_bytes(dt), "moe", ways, ""))
+    ops += [Op("lm_head", "gemm", 1, flops=2 * rows * d * vocab_loc,
+               weight_bytes=d * vocab_loc * bytes_per_element(dt.high_precision),
+               act_bytes=rows * (d * _act_bytes(dt) + vocab_loc * 4), shape=gemm_shape(dt, None, rows, (vocab_loc, d))),
+            Op("host", "host", 1, shape={"host": logits})]
+    if ways > 1:  # gather the vocab-parallel logits for sampling
+        ops.append(_collective("logits_all_gather", "all_gather", 1, rows * m.vocab_size * 4,
+                               "moe" if par.dp_gathered_mlp else "tp", ways, ""))
     return ops
 
 

@@ -78,6 +78,9 @@ def search(req: SearchIn, request: Request) -> dict:
                                        f"max_gpus") from None
         x, y = req.frontier_x or res.default_frontier[0], req.frontier_y or res.default_frontier[1]
         out = res.to_dict(frontiers=[(x, y)])
+        # the model's own warnings (a long context allowed with allow_long_context, a tower left out): the
+        # response says them as estimate's does (the search result carries only what the sweep found)
+        out["warnings"] = list(dict.fromkeys([*out.get("warnings", []), *spec.warnings]))
         out["csv"] = res.to_csv()
         out["launch_command"] = launch(req, res)
     frontier = out["frontiers"][0]
