@@ -90,8 +90,27 @@ def parameters(rows: list[Row]) -> list[Param]:
     return params
 
 
-def calibration_from(params: list[Param], values) -> Calibration:
+def family_host_parameters(rows: list[Row], family: str) -> list[Param]:
+    """Host work of one engine family (``vllm``, ``sglang``: the part of the profile key before ``@``),
+    shared by every version of it the rows run: ``step_s``, and ``seq_s`` where some row runs more than one
+    sequence; priors engines.yaml ``pricing.host`` of the family. The fitted entry is keyed by the family,
+    which kernel_pricing.host_cost falls back to for any version without its own entry."""
+    mine = [f for f in row_features(rows) if f is not None and f["engine"].split("@", 1)[0] == family]
+    if len(mine) < MIN_ROWS_PER_ENGINE:  # too few to inform it (as parameters()): the family keeps its priors
+        return []
+    step_s, seq_s = host_cost(family)
+    params = [Param(family, "step_s", step_s)]
+    if any(f["many"] for f in mine):
+        params.append(Param(family, "seq_s", seq_s if seq_s > 0 else SEQ_PRIOR_S))
+    return params
+
+
+def calibration_from(params: list[Param], values, base: Calibration | None = None) -> Calibration:
+    """The calibration of fitted ``values``, layered over a copy of ``base`` (its other factors kept)."""
     cal = Calibration(source="fit")
+    if base is not None:
+        cal = Calibration(dict(base.global_factors), dict(base.gpus), {}, {}, "fit", dict(base.serving),
+                          dict(base.kernel_factors), {k: dict(v) for k, v in base.engines.items()})
     for p, v in zip(params, values):
         if p.scope == "kernels":
             cal.kernel_factors[p.field] = float(v)
@@ -111,15 +130,17 @@ def log_errors(rows: list[Row], cal: Calibration | None) -> np.ndarray:
 
 
 def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float | None | str = "default",
-        params: list[Param] | None = None, start: dict | None = None) -> tuple[Calibration, dict]:
+        params: list[Param] | None = None, start: dict | None = None,
+        base: Calibration | None = None) -> tuple[Calibration, dict]:
     """Least-squares fit (see module docstring); returns the calibration and a fit report.
 
     ``prior_sigma=None`` drops the prior term (pure least squares); ``params`` restricts the unknowns;
-    ``start`` ({param name: value}, e.g. a previous fit) is the first guess; the prior stays the data's.
+    ``start`` ({param name: value}, e.g. a previous fit) is the first guess; the prior stays the data's;
+    ``base``: a calibration whose other factors stay fixed under the fitted ones (calibration_from).
     """
     params = params if params is not None else parameters(rows)
     if not params:
-        return Calibration(source="fit"), {"parameters": {}, "rows": len(rows), "evaluations": 0, "cost": 0.0,
+        return calibration_from([], [], base), {"parameters": {}, "rows": len(rows), "evaluations": 0, "cost": 0.0,
                                            "status": 0}
     theta0 = np.log([p.prior for p in params])
     lo = np.log([p.bounds[0] for p in params])
@@ -133,13 +154,13 @@ def fit(rows: list[Row], max_evals: int = 400, progress=None, prior_sigma: float
         calls[0] += 1
         if progress:
             progress(calls[0], max_evals)
-        cal = calibration_from(params, np.exp(theta))
+        cal = calibration_from(params, np.exp(theta), base)
         prior = (theta - theta0) / sigma if sigma is not None else np.zeros(0)
         return np.concatenate([log_errors(rows, cal), prior])
 
     sol = least_squares(residuals, first, bounds=(lo, hi), x_scale=1.0, diff_step=1e-3, max_nfev=max_evals,
                         method="trf")
-    cal = calibration_from(params, np.exp(sol.x))
+    cal = calibration_from(params, np.exp(sol.x), base)
     report = {"parameters": {p.name: {"prior": p.prior, "fitted": float(np.exp(x))} for p, x in zip(params, sol.x)},
               "rows": len(rows), "evaluations": calls[0], "cost": float(sol.cost), "status": int(sol.status)}
     return cal, report
@@ -157,11 +178,12 @@ def folds_by(rows: list[Row], key: str) -> dict[str, list[int]]:
 
 
 def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=None,
-                   start: dict | None = None) -> np.ndarray:
+                   start: dict | None = None, params=None, base: Calibration | None = None) -> np.ndarray:
     """Out-of-fold relative errors (pred/measured − 1) per row, leaving out one ``key`` group at a time.
 
     Each fold is fitted afresh on the other groups (warm-started from ``start``, e.g. the full fit); an
-    engine left out with its only source keeps its priors, as a new engine would."""
+    engine left out with its only source keeps its priors, as a new engine would. ``params``: a function
+    of the training rows giving the unknowns (default :func:`parameters`); ``base``: as in :func:`fit`."""
     if key not in CV_KEYS:
         raise ValueError(f"cv key={key!r} unknown; allowed: {', '.join(CV_KEYS)}")
     out = np.full(len(rows), np.nan)
@@ -171,7 +193,8 @@ def cross_validate(rows: list[Row], key: str, max_evals: int = 200, progress=Non
         train = [r for i, r in enumerate(rows) if i not in held]
         if not train:  # one group only: nothing to fit on without it; its rows stay uncovered (NaN)
             continue
-        cal, _ = fit(train, max_evals=max_evals, start=start)
+        cal, _ = fit(train, max_evals=max_evals, start=start, params=None if params is None else params(train),
+                     base=base)
         preds = predict_rows([rows[i] for i in test_idx], calibration=cal)
         for i, p in zip(test_idx, preds):
             out[i] = p.error if p.covered else np.nan
