@@ -87,7 +87,7 @@ DEPLOYMENT: tuple[Opt, ...] = (
     _o("ep", "int", 1, "expert-parallel size (MoE)", ge=1, api_le=MAX_GPUS),
     _o("dp", "int", 1, "data-parallel replicas (attention data parallel with --attention-dp)", ge=1, api_le=MAX_GPUS),
     _o("nodes", "int", 1, "machines the GPUs are spread over", ge=1, api_le=MAX_GPUS),
-    _o("attention_dp", "bool", False, "attention data parallel beside EP (MoE, DeepSeek-style)"),
+    _o("attention_dp", "bool", False, "attention data parallel (MoE, DeepSeek-style): beside EP, or with ep=1 the MoE TP-sharded over every GPU (SGLang --enable-dp-attention)"),
     _o("sequence_parallel", "bool", False, "reduce-scatter + all-gather instead of all-reduce"),
     _o("pp_split", "list_int", None, "layers per pipeline stage, e.g. 20,20,20,20"),
     _o("microbatches", "int", None, "pipeline micro-batches (default min(sequences, pp))", ge=1, api_le=MAX_BATCH),
