@@ -21,12 +21,21 @@ from contextlib import contextmanager
 
 from fastapi import HTTPException
 
+from .errors import ApiError
+
 #: default seconds one simulation or search may run (create_app(work_seconds=...))
 WORK_SECONDS = 20.0
 
 
 class OverBudget(Exception):
     """The call's time budget is spent; args: (done, total, seconds)."""
+
+    def api_error(self, field: str, work: str, items: str, advice: str) -> ApiError:
+        """422 on ``field``: '<work> stopped after S s of work (D of T <items>): the server's cap per call;
+        <advice>' (every route that runs under a Deadline says it this one way)."""
+        done, total, seconds = self.args
+        return ApiError(field, f"{work} stopped after {seconds:g} s of work ({done:,} of {total:,} {items}): the "
+                               f"server's cap per call; {advice}")
 
 
 class Deadline:

@@ -56,10 +56,7 @@ def bench(req: BenchIn, request: Request) -> dict:
             r = run_bench(req.serve, req.load, gpu=req.gpu, engine=req.engine,
                           progress=Deadline(seconds_for(request)))
         except OverBudget as e:
-            done, total, seconds = e.args
-            raise ApiError("load", f"replay stopped after {seconds:g} s of work ({done:,} of {total:,} requests "
-                                   f"done): the server's cap per call; ask for fewer requests or shorter "
-                                   f"outputs") from None
+            raise e.api_error("load", "replay", "requests done", "ask for fewer requests or shorter outputs") from None
         except (ValueError, ArithmeticError) as e:
             log.info("422 for BenchIn: %s: %s", type(e).__name__, e)
             raise ApiError(_field_of(str(e), req), str(e)) from None

@@ -80,10 +80,7 @@ def compare(req: CompareIn, request: Request) -> dict:
             parsed, deps = cmp.parse({"workload": workload, "deployments": values}, "compare")
             rows = cmp.compare(parsed, _paced(deps, Deadline(seconds_for(request))))
         except OverBudget as e:
-            done, total, seconds = e.args
-            raise ApiError("deployments", f"comparison stopped after {seconds:g} s of work ({done} of {total} "
-                                          f"deployments priced): the server's cap per call; compare fewer "
-                                          f"deployments") from None
+            raise e.api_error("deployments", "comparison", "deployments priced", "compare fewer deployments") from None
         except (ValueError, ArithmeticError) as e:
             msg = str(e.args[0]) if e.args else type(e).__name__
             log.info("422 for compare: %s: %s", type(e).__name__, msg)

@@ -72,10 +72,7 @@ def search(req: SearchIn, request: Request) -> dict:
                              engine_options=engine_options({o.name: getattr(req, o.name) for o in ENGINE}),
                              gpu_scale=req.gpu_scale, lengths=lengths_of(req), on_size=refuse_over_budget)
         except OverBudget as e:
-            done, total, seconds = e.args
-            raise ApiError("max_gpus", f"search stopped after {seconds:g} s of work ({done:,} of {total:,} layouts "
-                                       f"evaluated): the server's cap per call; name fewer GPUs or lower "
-                                       f"max_gpus") from None
+            raise e.api_error("max_gpus", "search", "layouts evaluated", "name fewer GPUs or lower max_gpus") from None
         x, y = req.frontier_x or res.default_frontier[0], req.frontier_y or res.default_frontier[1]
         out = res.to_dict(frontiers=[(x, y)])
         # the model's own warnings (a long context allowed with allow_long_context, a tower left out): the

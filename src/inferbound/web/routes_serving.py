@@ -63,9 +63,7 @@ def simulate(req: SimulateIn, request: Request) -> dict:
                                  slo_ttft_ms=req.slo_ttft_ms, slo_tpot_ms=req.slo_tpot_ms, slo_e2e_ms=req.slo_e2e_ms,
                                  progress=Deadline(seconds_for(request)))
         except OverBudget as e:
-            done, total, seconds = e.args
-            raise ApiError("requests", f"simulation stopped after {seconds:g} s of work ({done:,} of {total:,} "
-                                       f"requests done): the server's cap per call; ask for fewer requests, "
-                                       f"shorter outputs or a higher rate") from None
+            raise e.api_error("requests", "simulation", "requests done",
+                              "ask for fewer requests, shorter outputs or a higher rate") from None
     out = res.to_dict(timeline=req.timeline, max_points=500)
     return jsonable({**out, "warnings": [*dep.warnings, *notes]})

@@ -14,6 +14,7 @@ no field for a path, a hardware file or a calibration file.
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
@@ -81,7 +82,6 @@ class Checked(Strict):
     @field_validator("input_dist", "output_dist", check_fields=False)
     @classmethod
     def _dist(cls, v):
-        import re
         if v is not None and (len(v) > 64 or not re.match(DIST_PATTERN, v)):
             raise ValueError("must be fixed, uniform:LO:HI, normal:MEAN:STD or exponential[:MEAN]")
         return v
@@ -181,14 +181,18 @@ def _model(name: str, base, groups, skip=(), doc: str = ""):
     return create_model(name, __base__=base, __doc__=doc, **fields)
 
 
+def gpu_id(v: str) -> str:
+    """``v`` when it has the shape of a catalog GPU id (GPU_PATTERN), else a one-line ValueError."""
+    if not re.match(GPU_PATTERN, v):
+        raise ValueError(f"gpu={v!r} is not a GPU id; allowed: ids from GET /api/gpus")
+    return v
+
+
 class _DeploymentBase(ModelIn):
     @field_validator("gpu", check_fields=False)
     @classmethod
     def _gpu_id(cls, v: str) -> str:
-        import re
-        if not re.match(GPU_PATTERN, v):
-            raise ValueError(f"gpu={v!r} is not a GPU id; allowed: ids from GET /api/gpus")
-        return v
+        return gpu_id(v)
 
     @field_validator("gpu_overrides", "model_overrides", check_fields=False)
     @classmethod
@@ -297,7 +301,6 @@ class _SearchBase(ModelIn):
     @field_validator("gpus", check_fields=False)
     @classmethod
     def _gpu_ids(cls, v):
-        import re
         if v is not None:
             if not 1 <= len(v) <= 64:
                 raise ValueError("name 1..64 GPU ids, or null for the whole catalog")
@@ -350,10 +353,7 @@ class _BenchBase(Strict):
     @field_validator("gpu", check_fields=False)
     @classmethod
     def _gpu_id(cls, v: str) -> str:
-        import re
-        if not re.match(GPU_PATTERN, v):
-            raise ValueError(f"gpu={v!r} is not a GPU id; allowed: ids from GET /api/gpus")
-        return v
+        return gpu_id(v)
 
 
 BenchIn = create_model(
