@@ -19,6 +19,12 @@ Targets (issue 19, "Targets"): closed-loop sweeps >= 95 % covered, MAPE <= 20 %,
 vLLM Poisson runs median APE E2E <= 10 %, TTFT <= 20 %, ITL <= 10 % (the same bars are printed for the
 other engines' Poisson runs, marked as not the issue's own target); held-out static and max-throughput
 rows MAPE <= 15 %, bands >= 80 %.
+
+Why, per row (``python benchmarks/serving_targets.py [FILE.csv]``, default the public file): every
+closed-loop and Poisson row (engine, version, GPU, model, clients or rate, lengths, metric, measured,
+predicted, error), then per class the error grouped by engine, by engine version and GPU, by clients
+(``concurrency_class``) and by metric (``metric_class``): n, MAPE, signed median and the group's share of the
+summed |e_i| (what moves the class's MAPE most), largest share first.
 """
 from __future__ import annotations
 
@@ -132,3 +138,87 @@ def format_lines(lines) -> str:
         met = "–" if ln["met"] is None else ("yes" if ln["met"] else "**no**")
         out.append(f"| {ln['name']} | {ln['required']} | {ln['n']} | {fig} | {met} |")
     return "\n".join(out)
+
+
+# -- why, per row: the rows behind the closed-loop and Poisson figures, grouped ------------------------------
+def concurrency_class(n) -> str:
+    """Closed-loop clients in classes of powers of 4: 1, 2–4, 5–16, 17–64, 65–256, > 256."""
+    if n is None:
+        return "open loop"
+    for hi in (1, 4, 16, 64, 256):
+        if n <= hi:
+            return f"<= {hi}"
+    return "> 256"
+
+
+def metric_class(metric: str) -> str:
+    """A latency family (``ttft``, ``itl``, ``e2e``, ``tpot``), ``throughput`` or ``tail`` (p90/p99)."""
+    if metric.endswith(("_p90", "_p99")):
+        return "tail"
+    return family(metric) or "throughput"
+
+
+def group_errors(preds, key) -> list[dict]:
+    """Per value of ``key(prediction)``: n covered, MAPE = mean |e|, signed median e (module docstring's e_i),
+    sorted by the group's share of the summed |e| (what moves the MAPE most first)."""
+    groups: dict = {}
+    for p in preds:
+        if p.covered:
+            groups.setdefault(key(p), []).append(p.error)
+    total = sum(abs(e) for es in groups.values() for e in es) or 1.0
+    out = [{"group": g, "n": len(es), "mape": float(np.abs(es).mean()), "signed_median": float(np.median(es)),
+            "share": float(np.abs(es).sum()) / total} for g, es in groups.items()]
+    return sorted(out, key=lambda d: -d["share"])
+
+
+def format_groups(title: str, groups) -> str:
+    out = [f"| {title} | n | MAPE | signed median | share of summed abs error |", "|---|---|---|---|---|"]
+    out += [f"| {g['group']} | {g['n']} | {g['mape']:.1%} | {g['signed_median']:+.1%} | {g['share']:.1%} |"
+            for g in groups]
+    return "\n".join(out)
+
+
+def format_rows(preds) -> str:
+    """One line per closed-loop or Poisson row: engine, GPU, model, clients or rate, lengths, metric,
+    measured, predicted, error."""
+    out = ["| case | engine | version | GPU | model | N / rate | I/O | metric | measured | predicted | error |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for p in preds:
+        r = p.row
+        if not (is_closed_loop(r) or is_poisson(r)):
+            continue
+        load = f"N={r.concurrency}" if r.concurrency is not None else f"{r.request_rate:g}/s"
+        io = "–" if r.input_len is None else f"{r.input_len:g}/{r.output_len:g}"
+        pred = "–" if p.predicted is None else f"{p.predicted:.4g}"
+        err = "–" if p.error is None else f"{p.error:+.0%}"
+        out.append(f"| {r.case} | {engine_family(r.framework)} | {r.engine_version or ''} | {r.gpu}x{r.num_gpus} | "
+                   f"{r.model.split('/')[-1]} | {load} | {io} | {r.metric} | {r.value:.4g} | {pred} | {err} |")
+    return "\n".join(out)
+
+
+def why_report(preds) -> str:
+    """The rows and their error grouped by engine, by clients and by metric, per row class."""
+    parts = [format_rows(preds)]
+    for name, pick in (("closed loop", is_closed_loop), ("Poisson", is_poisson)):
+        mine = [p for p in preds if pick(p.row)]
+        parts.append(f"\n### {name}\n")
+        parts.append(format_groups("engine", group_errors(mine, lambda p: engine_family(p.row.framework))))
+        parts.append(format_groups("engine, GPU", group_errors(
+            mine, lambda p: f"{engine_family(p.row.framework)} {p.row.engine_version or ''}, {p.row.gpu}")))
+        parts.append(format_groups("clients", group_errors(mine, lambda p: concurrency_class(p.row.concurrency))))
+        parts.append(format_groups("metric", group_errors(mine, lambda p: metric_class(p.row.metric))))
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":  # the rows behind the issue-19 serving figures: python benchmarks/serving_targets.py
+    import sys
+    from pathlib import Path
+
+    from inferbound.calibration import resolve
+    from inferbound.validation import predict_rows, read_csv
+
+    path = sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).parent / "data" / "measured_public.csv")
+    rows, _ = read_csv(path)
+    rows = [r for r in rows if is_closed_loop(r) or is_poisson(r)]
+    cal = resolve("default")
+    print(why_report(predict_rows(rows, calibration=cal if cal is not None else "none")))

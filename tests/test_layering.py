@@ -20,7 +20,7 @@ import inferbound
 PKG = Path(inferbound.__file__).resolve().parent
 
 #: lowest first; a module may import its own layer and any layer before it
-LAYERS = ("base", "model", "hardware", "deploy", "operators", "pricing", "step", "workloads", "sim", "bench", "search",
+LAYERS = ("base", "model", "hardware", "deploy", "operators", "pricing", "step", "workloads", "sim", "bench", "fleet", "search",
           "validation", "calibration", "faces", "probe", "", "web", "cli")  # "" = the package root (the Python API)
 LATE_IMPORTS_ALLOWED = ("cli", "web", "probe")  # probe: PyTorch, an optional extra, loads when probe runs
 

@@ -19,8 +19,7 @@ from transformers import AutoConfig, AutoModelForImageTextToText
 from inferbound.deploy.config import Dtypes, Parallelism
 from inferbound.deploy.memory_terms import weight_bytes_per_gpu
 from inferbound.model import catalog_files, count_params, kv_bytes_per_token, load_model, state_bytes_per_sequence
-from inferbound.model.towers import projector_params, vision_params
-from inferbound.model.validate import Reader
+from inferbound.model.towers import read_towers
 from test_model_exact import hf_config, torch_count
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
@@ -137,7 +136,7 @@ def test_bloom_weight_memory_includes_the_embedding_layernorm():
     assert weight_bytes_per_gpu(m, Dtypes(weight="bf16", act="bf16"), Parallelism(tp=1)) == 2 * p.total
 
 
-# ---------------------------------------------------------------------- multimodal wrappers: the towers left out
+# ---------------------------------------------------------------------- multimodal wrappers: the towers counted
 def _tower_count(cfg) -> int:
     """Meta-device parameters of the model's vision tower and projector (everything but the language model)."""
     with torch.device("meta"), warnings.catch_warnings():
@@ -162,47 +161,41 @@ TOWER_CASES = {
 @pytest.mark.parametrize("case", sorted(TOWER_CASES))
 def test_tower_counts_match_pytorch(case):
     cfg = TOWER_CASES[case]
-    raw = cfg.to_dict()
-    v = Reader(raw["vision_config"], case)
-    ours = vision_params(v) + projector_params(raw["model_type"], raw, v, raw["text_config"]["hidden_size"])
-    assert ours == _tower_count(cfg)
+    (tower,), _ = read_towers(cfg.to_dict(), case)
+    assert tower.params == _tower_count(cfg)
 
 
 def test_llava_class_tower_by_hand():
     raw = AutoConfig.for_model("llava").to_dict()
-    v = Reader(raw["vision_config"], "llava")
+    (tower,), _ = read_towers(raw, "llava")
     # CLIP ViT-L/14 at 336 px: d 1024, ff 4096, 24 layers, (336/14)^2 = 576 patches + class token
     layer = 4 * 1024 ** 2 + 4 * 1024 + 2 * 2 * 1024 + 2 * 1024 * 4096 + 4096 + 1024
     hand = 1024 + 3 * 14 * 14 * 1024 + 577 * 1024 + 2 * 2 * 1024 + 24 * layer
-    assert vision_params(v) == hand == 303_507_456
+    assert tower.encoder == hand == 303_507_456
     # projector 1024 -> 4096 -> 4096 with biases
-    assert projector_params("llava", raw, v, 4096) == 1024 * 4096 + 4096 + 4096 * 4096 + 4096
+    assert tower.projector == 1024 * 4096 + 4096 + 4096 * 4096 + 4096
 
 
-def test_wrappers_warn_naming_the_towers_left_out():
+def test_wrappers_name_the_towers_they_count():
     m = load_model("google/gemma-3-27b-it")
     note = next(w for w in m.warnings if "multimodal" in w)
-    assert "vision_config (siglip_vision_model" in note and "only its language model" in note
-    raw = catalog("google/gemma-3-27b-it")
-    v = Reader(raw["vision_config"], "g")
-    left = vision_params(v) + projector_params("gemma3", raw, v, 5376)
-    assert f"left out: {left / 1e9:.3f}B parameters" in note
+    assert "vision_config (siglip_vision_model" in note and "towers counted in memory" in note
+    assert [t.kind for t in m.towers] == ["siglip_vision_model"]
     llava = load_model(AutoConfig.for_model("llava").to_dict())
     assert any("a multimodal checkpoint" in w and "clip_vision_model" in w for w in llava.warnings)
-    # a tower of unknown layout is named without a count
-    mistral3 = AutoConfig.for_model("mistral3").to_dict()
-    note3 = next(w for w in load_model(mistral3).warnings if "multimodal" in w)
-    assert "vision_config (pixtral, not counted here)" in note3 and "B parameters" not in note3
+    mistral3 = load_model(AutoConfig.for_model("mistral3").to_dict())
+    assert [t.kind for t in mistral3.towers] == ["pixtral"]
     assert not [w for w in load_model("meta-llama/Llama-3.1-8B").warnings if "multimodal" in w]
-    # Llama 4: the wrapper names its vision encoder; the catalog's text-only files list it themselves
     llama4 = load_model(AutoConfig.for_model("llama4").to_dict())
-    assert any("vision_config (llama4_vision_model, not counted here)" in w for w in llama4.warnings)
+    assert [t.kind for t in llama4.towers] == ["llama4_vision_model"]
+    # the catalog's text-only Llama 4 files list their encoder themselves: named, not counted
     scout = load_model("meta-llama/Llama-4-Scout-17B-16E-Instruct")
-    assert any("multimodal checkpoint" in w and "llama4_vision_model" in w for w in scout.warnings)
+    assert scout.towers == () and any("towers not counted" in w and "llama4_vision_model" in w for w in scout.warnings)
 
 
 def test_a_tower_field_that_does_not_read_leaves_the_tower_uncounted():
     raw = AutoConfig.for_model("llava").to_dict()
     raw["vision_config"] = {**raw["vision_config"], "hidden_size": "wide"}
-    note = next(w for w in load_model(raw).warnings if "multimodal" in w)
-    assert "vision_config (clip_vision_model, not counted here)" in note
+    m = load_model(raw)
+    note = next(w for w in m.warnings if "multimodal" in w)
+    assert m.towers == () and "towers not counted" in note and "hidden_size='wide'" in note

@@ -21,10 +21,11 @@ def test_cached_tokens_by_hand():
     rt = dep8(prefix_hit_rate=0.5).runtime
     assert float(prefix.cached_tokens(rt, 4096)) == 2048          # h·I
     rt1 = dep8(prefix_hit_rate=1.0).runtime
-    assert float(prefix.cached_tokens(rt1, 4096)) == 4095         # at least one prompt token is computed
+    # at least one prompt token is computed, and only whole 16-token blocks hit (vLLM hashes full blocks):
+    assert float(prefix.cached_tokens(rt1, 4096)) == 4080         # floor(4095/16)·16 = 255·16
     rs = dep8(shared_prefix_len=1000).runtime                     # vLLM block 16: whole blocks only
     assert float(prefix.cached_tokens(rs, 4096)) == 992           # floor(1000/16)·16 = 62·16
-    assert float(prefix.cached_tokens(rs, 500)) == 499            # min(992, I − 1)
+    assert float(prefix.cached_tokens(rs, 500)) == 496            # floor(min(1000, 499)/16)·16 = 31·16
     assert float(prefix.cached_tokens(dep8().runtime, 4096)) == 0  # no hits stated
 
 

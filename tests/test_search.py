@@ -456,7 +456,8 @@ def test_cli_json_csv_and_plots(tmp_path):
     assert len(out["table"]) == 3 and out["objective"] == "tok_s_per_gpu"
     assert [f["x"] + "," + f["y"] for f in out["frontiers"]] == ["tok_s_per_gpu,tok_s_per_user",
                                                                  "tokens_per_joule,ttft_ms"]
-    assert out["launch_command"]["text"].splitlines()[-1].strip().startswith("--gpu-memory-utilization")
+    last = [ln.strip() for ln in out["launch_command"]["text"].splitlines()[-2:]]
+    assert last[0].startswith("--gpu-memory-utilization") and last[1] == "--max-model-len 1152"  # 1024 in + 128 out
     lines = csv_path.read_text().splitlines()
     assert len(lines) == 4 and lines[0].startswith("rank,gpu,mode,layout")
     assert lines[1].split(",")[3] == out["table"][0]["layout"]
@@ -502,9 +503,11 @@ def test_emitted_commands_name_the_modelled_features_with_the_engines_flags():
     row = known_row(features={"speculative": "eagle", "spec_tokens": 3, "acceptance": 0.8, "prefix_hit_rate": 0.5,
                               "kv_offload": "host"}, engine="vllm@0.15.1")
     text = emit_command("vllm", "org/model", row)
-    assert "# speculative decoding modelled (eagle, k=3, acceptance 0.8): --speculative-config" in text
-    assert "# prefix caching modelled (on by default in vLLM 0.15.1" in text
-    assert "# KV offload to host modelled: --kv-offloading-size GIB" in text
+    # features are flags now (search/launch_features.py, tests/test_launch_commands.py); what a flag cannot
+    # carry is a comment: no EAGLE head recorded for org/model, no host pool size on this row
+    assert "# EAGLE priced, but data/checkpoints.yaml records no EAGLE head for org/model" in text
+    assert "--enable-prefix-caching" in text
+    assert "# host KV tier priced; no pool size was priced: add --kv-offloading-size GIB" in text
     assert "speculative" not in emit_command("vllm", "org/model", known_row())
 
 
@@ -623,7 +626,8 @@ def test_the_size_estimate_counts_every_configuration():
                      on_size=seen.append)
         (size,) = seen
         assert size.configurations == res.evaluated == len(res.points)
-        assert size.modes * size.layouts == res.layouts and size.modes == (2 if mode == "both" else 1)
+        # disaggregated: + the decode layouts also evaluated with a prefill pool of another layout (pool_pairs)
+        assert size.modes * size.layouts + size.pool_pairs == res.layouts and size.modes == (2 if mode == "both" else 1)
         assert size.peak_bytes == size.layouts * lim["bytes_per_layout"] + \
             size.configurations * lim["bytes_per_configuration"]
         assert not size.over_budget

@@ -42,15 +42,19 @@ def test_tokens_per_step_by_hand():
     np.testing.assert_allclose(speculative.tokens_per_step(np.array([0.0, 0.5]), 2), [1.0, 1.75])
 
 
-def test_verify_pass_is_a_chunk_of_k_plus_one():
+def test_verify_pass_is_a_decode_read_of_k_plus_one():
+    # issue 20: the verify pass is the decode kernel with k + 1 query tokens per sequence (it was a prefill
+    # chunk of k + 1 before, priced by the prefill-attention curve): the pairs are decode pairs and the
+    # fourth entry counts the query tokens beyond one per sequence
     m = dep70().model
     load = spec_step.verify_load(m, 2, 1000.0, 3)
     assert float(load.tokens) == 8.0 and float(load.sampled) == 8.0 and float(load.sequences) == 2.0
-    dec, pre, cached = load.attention[("full", None)]
-    # 4 new tokens after 1000 cached: pairs 4·1000 + (1+2+3+4) = 4010 per sequence, as a chunk; reads 1004
-    assert float(dec) == 0.0
-    assert float(pre) == pytest.approx(2 * 4010)
+    dec, pre, cached, extra = load.attention[("full", None)]
+    # 4 new tokens after 1000 cached: pairs 4·1000 + (1+2+3+4) = 4010 per sequence; reads 1004; 3 extra queries
+    assert float(pre) == 0.0
+    assert float(dec) == pytest.approx(2 * 4010)
     assert float(cached) == pytest.approx(2 * 1004)
+    assert float(extra) == pytest.approx(2 * 3)
 
 
 def test_batch1_70b_tp4_speeds_up_at_high_acceptance_and_slows_at_zero(base):
@@ -115,7 +119,9 @@ def test_mtp_modules_from_the_config():
 
 
 def test_crossover_batch_where_verify_cost_meets_tau():
-    dep = dep70(speculative="eagle", spec_tokens=3, acceptance=0.8)
+    # a = 0.6 (issue 20: with the verify read as a decode, the k + 1 queries share one KV read, and at
+    # a = 0.8 speculation pays at every batch up to 4,096 here; at 0.6, τ = 2.176, it stops within the sweep)
+    dep = dep70(speculative="eagle", spec_tokens=3, acceptance=0.6)
     b = spec_step.crossover_batch(dep, 1152)
     assert b is not None and b > 1
 
@@ -123,7 +129,7 @@ def test_crossover_batch_where_verify_cost_meets_tau():
         cost, tau = spec_step.step_cost(dep, batch, 1152)
         return float(cost.time) / tau / float(step.decode(dep, batch, 1152).time)
     assert ratio(b) >= 1.0 > ratio(b - 1)   # the smallest batch where t_step/τ >= t_decode
-    assert ratio(1) < 1 / 1.5               # batch 1: helps by > 1.5x
+    assert ratio(1) < 1 / 1.5               # batch 1: helps by > 1.5x (τ = 2.176, the step ~1.2x a decode)
     # near the compute-bound batch (GEMMs compute-bound from 258 here) it no longer pays
     assert b < 2 * estimate(dep70(), batch=8, input_len=I, output_len=O).decode_gemm_compute_bound_batch
 
@@ -164,7 +170,7 @@ def test_search_sweeps_k():
     r = search("llama-3.1-70b", gpus=["h100_sxm"], max_gpus=4, objective="tok_s_per_user", input_len=I,
                output_len=O, dtypes=["bf16"], engine_options=dict(speculative="eagle", spec_tokens=3, acceptance=0.8))
     ks = sorted({lab.rsplit("k=", 1)[1] for lab in r.labels})
-    assert ks == ["1", "2", "3"]
+    assert ks == ["0", "1", "2", "3"]   # issue 20: k = 0 (no speculation) is searched too
     assert r.table[0].layout.endswith("spec k=3")   # per user, more drafts at a = 0.8 win
 
 

@@ -28,6 +28,7 @@ import argparse
 import math
 from dataclasses import dataclass, field
 
+from . import serve_features as SF
 from .argv import ToolParser, bench_data, parse, split, unknown_warning
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -47,6 +48,7 @@ class ServeSpec:
     expert_parallel: bool = False  # vLLM --enable-expert-parallel (applies to MoE models only)
     warnings: tuple[str, ...] = field(default_factory=tuple)
     served_names: tuple[str, ...] = ()  # --served-model-name: the names a load tool may ask for
+    features: dict = field(default_factory=dict)  # engine-feature flags read back (serve_features.py)
 
 
 def positive_int(text: str) -> int:
@@ -119,6 +121,9 @@ def _vllm_parser() -> ToolParser:
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--block-size", type=positive_int)
+    p.add_argument("--num-scheduler-steps", type=positive_int)  # V0 multi-step (vLLM 0.6.x arg_utils.py)
+    p.add_argument("--enforce-eager", action="store_true")  # no CUDA graphs (vLLM arg_utils.py)
+    SF.add_vllm_args(p)
     for flag in ("--host", "--port", "--api-key", "--download-dir", "--tokenizer", "--revision", "--seed",
                  "--uvicorn-log-level"):  # no effect on performance: read, unused
         p.add_argument(flag)
@@ -138,10 +143,16 @@ def parse_vllm(words: list[str]) -> ServeSpec:
     formats, warn = _formats(ns, "vllm")
     opts = {"max_num_seqs": ns.max_num_seqs, "token_budget": ns.max_num_batched_tokens,
             "memory_fraction": ns.gpu_memory_utilization, "block_size": ns.block_size,
-            "prefix_caching": ns.enable_prefix_caching, "chunked_prefill": ns.enable_chunked_prefill}
+            "prefix_caching": ns.enable_prefix_caching, "chunked_prefill": ns.enable_chunked_prefill,
+            "scheduler_steps": ns.num_scheduler_steps, "cuda_graphs": "off" if ns.enforce_eager else None}
+    feats = SF.vllm_features(ns, tp)
+    ep_dep, pd = SF.vllm_parallel(ns)
+    dep.update(ep_dep)
+    feats.update(pd)
     return ServeSpec("vllm", model, {**dep, **formats}, {k: v for k, v in opts.items() if v is not None},
                      ns.max_model_len, bool(ns.enable_expert_parallel),
-                     tuple(warn + unknown_warning("vllm serve", unknown)), tuple(ns.served_model_name or ()))
+                     tuple(warn + SF.warning("vllm serve", feats) + unknown_warning("vllm serve", unknown)),
+                     tuple(ns.served_model_name or ()), feats)
 
 
 def _sglang_parser() -> ToolParser:
@@ -151,6 +162,7 @@ def _sglang_parser() -> ToolParser:
     p.add_argument("--dp-size", "--dp", type=positive_int, default=1)
     p.add_argument("--ep-size", "--ep", type=positive_int, default=1)
     p.add_argument("--pp-size", type=positive_int, default=1)
+    p.add_argument("--nnodes", type=positive_int, default=1)
     p.add_argument("--attn-dp-size", type=positive_int)
     p.add_argument("--enable-dp-attention", action="store_true")
     p.add_argument("--mem-fraction-static", type=fraction)
@@ -162,8 +174,10 @@ def _sglang_parser() -> ToolParser:
     p.add_argument("--page-size", type=positive_int)
     p.add_argument("--disable-radix-cache", action="store_true")
     p.add_argument("--context-length", type=positive_int)
+    p.add_argument("--disable-cuda-graph", action="store_true")  # eager steps (SGLang server_args.py)
+    SF.add_sglang_args(p)
     for flag in ("--host", "--port", "--api-key", "--served-model-name", "--tokenizer-path", "--revision",
-                 "--random-seed", "--log-level"):
+                 "--random-seed", "--log-level", "--node-rank", "--dist-init-addr"):
         p.add_argument(flag)
     p.add_argument("--trust-remote-code", action="store_true")
     return p
@@ -191,6 +205,8 @@ def parse_sglang(words: list[str]) -> ServeSpec:
             opts["token_budget"] = max(1, ns.chunked_prefill_size // d)
     if ns.disable_radix_cache:
         opts["prefix_caching"] = False
+    if ns.disable_cuda_graph:
+        opts["cuda_graphs"] = "off"
     if d > 1:
         dep = {"tp": world // d, "dp": d, "attention_dp": True, "pp": pp, "num_gpus": world * pp}
     else:
@@ -203,9 +219,16 @@ def parse_sglang(words: list[str]) -> ServeSpec:
         warn.append(f"sglang.launch_server: DP attention without --ep-size runs the experts tensor-parallel over "
                     f"the {world} GPUs; modelled as expert-parallel over them (EP {world}), the layout inferbound "
                     f"prices for attention DP")
+    if ns.nnodes > 1:
+        dep["nodes"] = ns.nnodes
+    feats = SF.sglang_features(ns)
+    ep_dep, pd = SF.sglang_parallel(ns)
+    dep.update(ep_dep)
+    feats.update(pd)
     return ServeSpec("sglang", ns.model_path, {**dep, **formats}, {k: v for k, v in opts.items() if v is not None},
-                     ns.context_length, False, tuple(warn + unknown_warning("sglang.launch_server", unknown)),
-                     (ns.served_model_name,) if ns.served_model_name else ())
+                     ns.context_length, False, tuple(warn + SF.warning("sglang.launch_server", feats) +
+                                                     unknown_warning("sglang.launch_server", unknown)),
+                     (ns.served_model_name,) if ns.served_model_name else (), feats)
 
 
 def _trtllm_parser() -> ToolParser:

@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 
 #: command name -> the module of this package that registers it, in ``inferbound --help`` order
 COMMANDS = {"models": "catalog_cmds", "gpus": "catalog_cmds", "bench": "bench_cmd", "compare": "compare_cmd",
-            "estimate": "estimate_cmds", "roofline": "estimate_cmds", "memory": "estimate_cmds",
+            "estimate": "estimate_cmds", "roofline": "estimate_cmds", "memory": "estimate_cmds", "fleet": "fleet_cmd",
             "probe": "probe_cmd", "search": "search_cmd", "serve": "serve_cmd", "simulate": "simulate_cmd",
             "validate": "validate_cmds", "calibrate": "validate_cmds"}
 

@@ -35,6 +35,11 @@ def estimate(o: dict) -> None:
     from ..workloads.static import estimate as run_estimate
     dep = deployment_from(o)
     lengths = _lengths(o)
+    if o.get("images") and (o["scenario"] != "static" or o.get("prefill_layout") or o.get("decode_layout")):
+        raise ValueError(f"images={o['images']} is priced in the static scenario only (a static batch, one deployment); "
+                         f"allowed: --scenario static, or --images 0")
+    if o.get("prefill_layout") or o.get("decode_layout"):
+        return _disaggregated(o, dep, lengths)
     if o["scenario"] == "serving":
         return _serving(o, dep, lengths)
     if o["rate"] is not None or (o["concurrency"] is not None and o["scenario"] != "max-throughput"):
@@ -57,7 +62,8 @@ def estimate(o: dict) -> None:
     if lengths is not None:
         raise ValueError("--input-dist/--output-dist/--trace/--dataset apply to --scenario max-throughput and serving; "
                          "a static batch has one prompt and one output length (--input, --output)")
-    est = run_estimate(dep, batch=o["batch"], input_len=o["input_len"], output_len=o["output_len"])
+    est = run_estimate(dep, batch=o["batch"], input_len=o["input_len"], output_len=o["output_len"],
+                       images=o.get("images") or 0)
     if o["json"]:
         print_json({**est.to_dict(), "engine": report.engine(dep)})
     else:
@@ -92,6 +98,42 @@ def _serving(o: dict, dep, lengths) -> None:
     show_view(view)
 
 
+def _disaggregated(o: dict, dep, lengths) -> None:
+    """--prefill-layout/--decode-layout: the analytic pair of pools (workloads/disagg.py), at capacity
+    (max-throughput) or at --rate (serving)."""
+    from ..workloads.disagg import disaggregated
+    if o["scenario"] == "static" or o["concurrency"] is not None or lengths is not None:
+        raise ValueError(f"--prefill-layout/--decode-layout apply to --scenario max-throughput (the pair's capacity) "
+                         f"or serving --rate R with fixed --input/--output, not scenario={o['scenario']}"
+                         f"{' with --concurrency' if o['concurrency'] is not None else ''}"
+                         f"{' with a length mix' if lengths is not None else ''}")
+    if o["scenario"] == "serving" and o["rate"] is None:
+        raise ValueError("--scenario serving with --prefill-layout/--decode-layout needs --rate (requests/s)")
+    r = disaggregated(dep, o.get("prefill_layout"), o.get("decode_layout"), o["input_len"], o["output_len"],
+                      rate=o["rate"] if o["scenario"] == "serving" else None)
+    if o["json"]:
+        return print_json({**r.to_dict(), "warnings": dep.warnings})
+    tr = r.transfer
+    t = Table(title=Text(f"Disaggregated pools: {dep.model.name}, {o['input_len']} in / {o['output_len']} out, "
+                         f"{r.rate:,.3g} req/s ({'capacity, set by ' + r.limit if o['rate'] is None else 'given'})"))
+    for c in ("pool", "layout", "step", "batch/step", "capacity tok/s", "per node", "per GPU", "load", "bound"):
+        t.add_column(c, justify="left" if c in ("pool", "layout", "bound") else "right")
+    for ph, busy, cap in ((r.prefill, r.prefill_busy, r.prefill.tok_s), (r.decode, r.decode_busy,
+                                                                          r.decode_capacity_tok_s)):
+        t.add_row(ph.role, ph.layout, ms(ph.step_s), f"{ph.batch:,.1f}", f"{cap:,.0f}", f"{cap / ph.nodes:,.0f}",
+                  f"{cap / ph.gpus:,.1f}", f"{busy:.0%}", ph.bound)
+    console.print(t)
+    console.print(f"KV transfer: {tr.kv_bytes / 1e9:,.3f} GB per prompt (GB = 1e9 B), {tr.send_bytes_per_gpu / 1e9:,.3f} "
+                  f"GB sent per GPU over {tr.link} at {tr.link_bw / 1e9:,.1f} GB/s: {ms(tr.alone_s)} alone; lanes "
+                  f"{tr.send_lanes} -> {tr.recv_lanes}, utilization rho {tr.rho:.3f} ({tr.discipline}): "
+                  f"{ms(tr.sojourn_s) if tr.sojourn_s != float('inf') else 'unbounded'} per transfer; links carry "
+                  f"{tr.max_rate:,.3g} req/s", highlight=False)
+    console.print(f"TPOT {ms(r.decode.step_s)}; first gap after the first token {ms(r.first_itl_s)} (decode step + "
+                  f"transfer); capacity {r.max_rate:,.3g} req/s ({r.limit})", highlight=False)
+    for w in [*r.notes, *dep.warnings]:
+        warn(w)
+
+
 def _tag(gpu) -> str:
     """' (--price)' / ' (Crusoe on-demand, 2026-09-20)': where a cost's $/GPU-hour comes from (hardware/prices.py)."""
     from ..hardware.prices import price_tag
@@ -115,7 +157,11 @@ def show_serving(r, gpu=None, layout: str | None = None) -> None:
         t.add_column(c, justify="left" if c == "metric" else "right")
     for name, stats, figure in (("TTFT", r.ttft_s, "ttft"), ("end-to-end", r.e2e_s, "e2e")):
         t.add_row(name + band(figure), *(ms(stats[k]) for k in ("mean", "p50", "p90", "p99")))
-    t.add_row("ITL = TPOT (after the first token)" + band("tpot"), ms(r.itl_s), "", "", "")
+    if abs(r.itl_s - r.tpot_s) <= 1e-12 * max(r.tpot_s, 1e-30):
+        t.add_row("ITL = TPOT (after the first token)" + band("tpot"), ms(r.itl_s), "", "", "")
+    else:  # multi-step scheduling: tokens stream in chunks (workloads/multistep.py)
+        t.add_row("ITL (gap between streamed chunks)" + band("itl"), ms(r.itl_s), "", "", "")
+        t.add_row("TPOT (after the first token)" + band("tpot"), ms(r.tpot_s), "", "", "")
     console.print(t)
     f = Table(title="Throughput, load, energy, cost")
     f.add_column("metric")
@@ -143,11 +189,16 @@ def show_view(view: dict) -> None:
     """The memory per GPU and time split of a steady state's own operating point (workloads/scenario_view.py,
     the same view the API's ``view`` and the page show)."""
     m, st = view["memory"], view["step"]
-    kv_host = f", {gb(m['kv_in_host'])} in host memory" if m.get("kv_in_host") else ""
+    kv_host = f"; host tier {gb(m['kv_host_pool'])} of evicted prefixes" if m.get("kv_host_pool") else ""
     console.print(f"memory per GPU at this point: {gb(m['total'])} of {gb(m['capacity'])} (weights / KV / "
                   f"activations / reserve: {' / '.join(gb(m[k]) for k in ('weights', 'kv_cache', 'activations', 'reserve'))}"
-                  f"; KV {gb(m['kv_on_gpu'])} of the engine's {gb(m['kv_capacity'])}{kv_host}); {m['basis']}",
+                  f"; KV on GPU {gb(m['kv_on_gpu'])} of {gb(m['kv_capacity'])}{kv_host}); {m['basis']}",
                   highlight=False, soft_wrap=True)
+    if m.get("prefix_hits"):  # deploy/prefix.py, workloads/features.py
+        p = m["prefix_hits"]
+        console.print(f"prefix hits: {p['device_share']:.1%} of requests on the GPU, {p['host_share']:.1%} from the host "
+                      f"tier; {p['cached_tokens']:,.0f} prompt tokens cached per request on average "
+                      f"({p['host_tokens']:,.0f} of them loaded over the host link)", highlight=False, soft_wrap=True)
     console.print(f"{st['explanation']} ({ms(st['time_s'])} per output token, {st['prefill_step_share']:.0%} of "
                   f"steps carry prefill)", highlight=False, soft_wrap=True)
 
@@ -202,8 +253,10 @@ def show_estimate(e) -> None:
             ("average power", f"{en['average_power_w']:,.0f} W for {e.num_gpus} GPU(s)"),
             ("$ per M output tokens", "n/a (no price in catalog)" if usd is None else
              f"${usd:,.3f}{_tag(e.deployment.gpu)}"),
-            ("memory per GPU", f"{gb(e.memory.total)} of {gb(e.memory.capacity)}, KV {gb(e.memory.kv_cache)} of "
-                               f"the engine's {gb(e.memory.kv_capacity)} ({'fits' if e.memory.fits else 'DOES NOT FIT'})"),
+            ("memory per GPU", f"{gb(e.memory.total)} of {gb(e.memory.capacity)}, KV on GPU {gb(e.memory.kv_cache)} of "
+                               f"{gb(e.memory.kv_capacity)} ({'fits' if e.memory.fits else 'DOES NOT FIT'})"
+                               + (f"; host tier {gb(e.features['kv_offload']['host_pool_bytes_per_gpu'])} of evicted "
+                                  f"prefixes" if "kv_offload" in e.features else "")),
             ("  weights / KV / activations / reserve",
              " / ".join(gb(x) for x in (e.memory.weights, e.memory.kv_cache, e.memory.activations, e.memory.reserve))),
             ("max batch at this context", str(e.max_batch_at_context)),

@@ -18,8 +18,9 @@ def estimate_rows(e) -> list[tuple[str, str]]:
         s = f["speculative"]
         what = f"draft {s['draft']}" if s["method"] == "draft" else s["method"]
         cross = e.speculative_crossover_batch
-        out += [("speculative decoding", f"{what}, k={s['k']}, acceptance {s['acceptance']:g}: "
-                                         f"{s['tokens_per_step']:.3f} tokens per step of {s['step_ms']:.2f} ms"),
+        shown = s["describe"].split(" (tau")[0].removeprefix("speculative ") if s.get("describe") else \
+            f"{what}, k={s['k']}, acceptance {s['acceptance']:g}"
+        out += [("speculative decoding", f"{shown}: {s['tokens_per_step']:.3f} tokens per step of {s['step_ms']:.2f} ms"),
                 ("  stops raising tok/s from batch", "never (<=4096)" if cross is None else f"{cross:,}")]
     if "prefix" in f:
         p = f["prefix"]
@@ -27,9 +28,8 @@ def estimate_rows(e) -> list[tuple[str, str]]:
                                     f"prefilled per sequence"))
     if "kv_offload" in f:
         k = f["kv_offload"]
-        out += [("KV offload", k["tier"]),
-                ("  KV in host memory / added per decode step", f"{_gb(k['host_kv_bytes_per_gpu'])} per GPU / "
-                                                                f"{k['added_ms_per_step']:.2f} ms")]
+        out.append(("KV offload", f"{k['tier']}; the batch's KV stays on the GPU (the tier serves prefix hits "
+                                  f"evicted from it: --shared-prefix-len with --prefix-groups)"))
     return out
 
 

@@ -62,6 +62,9 @@ def show(res, plot: Path | None) -> None:
     s = res.summary
     mode = (f"{s['prefill_replicas']} prefill + {s['decode_replicas']} decode replicas"
             if s["mode"] == "disaggregated" else f"{s['replicas']} replica(s)")
+    if s.get("decode_layout"):  # pools with their own layouts (deploy/pools.py)
+        mode = (f"{s['prefill_replicas']} prefill replica(s) of {s['prefill_layout']} + {s['decode_replicas']} "
+                f"decode replica(s) of {s['decode_layout']}")
     load = (f"{s['concurrency']} closed-loop clients" if s.get("concurrency") else "open-loop arrivals")
     console.print(Text(f"engine: {s['engine']}"), highlight=False)
     t = Table(title=Text(f"Simulated serving: {res.deployment.model.name} on {res.deployment.label()}, {mode}, "
@@ -97,7 +100,7 @@ def show(res, plot: Path | None) -> None:
         rows.append(("closed loop: requests/s × (E2E + think) vs clients",
                      f"{n_law:,.2f} vs {s['concurrency']}"))
     if s["mode"] == "disaggregated":
-        rows.append(("KV transfer (ms, mean)", f"{_f(s['kv_transfer_ms_mean'])} over {s['kv_link']}"))
+        rows.append(("KV transfer (ms, mean)", f"{_f(s['kv_transfer_ms_mean'])} over {s['kv_link']} (fair share)"))
     from .features_view import simulate_rows
     rows += simulate_rows(s)  # prefix cache, speculative decoding, KV offload (docs/features/)
     for r in rows:

@@ -18,6 +18,12 @@ Compute (activation) format, when ``act_dtype`` is not given (an explicit ``--ac
   Ampere, FP4 Marlin for NVFP4/MXFP4 off Blackwell);
 - other weights: the checkpoint's activation format where it has one (W8A8 int8, W4A8), else 16 bits.
 
+KV-cache format, when ``kv_dtype`` is not given: the checkpoint's ``kv_cache_quant_algo`` where it states
+one (ModelOpt FP8 KV), else, when its quantization_config was read and states none, its 16-bit model
+dtype (``KV_AUTO_SOURCE``: the engines' ``--kv-cache-dtype auto``; DeepSeek-R1's fp8 checkpoint keeps a
+bf16 cache). A quantization known only from the repository id, or an explicit ``--weight-dtype``, leaves
+it to config.Dtypes.kv_dtype (the activations' format).
+
 Every choice made here is returned as a note the outputs print (one line saying the compute format and
 why), on every face.
 """
@@ -26,6 +32,13 @@ from __future__ import annotations
 from .config import Dtypes
 from ..hardware.precision import quantized_act_dtype
 
+#: a quantized checkpoint without kv_cache_quant_algo keeps a 16-bit KV cache (resolve_dtypes): each engine's
+#: default KV dtype "auto" is the model's dtype (its torch_dtype), whatever the weights are stored in
+KV_AUTO_SOURCE = ("vLLM v0.6.3.post1 vllm/engine/arg_utils.py --kv-cache-dtype: 'if \"auto\", will use model data "
+                  "type'; SGLang v0.4.3.post4 server_args.py --kv-cache-dtype: '\"auto\" will use model data type'; "
+                  "TensorRT-LLM KvCacheConfig dtype: str = 'auto', which follows the checkpoint's "
+                  "kv_cache_quant_algo (https://nvidia.github.io/TensorRT-LLM/llm-api/reference/KvCacheConfig.html; "
+                  "NVIDIA/TensorRT-LLM PR #16240)")
 #: the engines' kernels behind each compute rule, as the notes cite them
 _W8A8 = "as vLLM, SGLang and TensorRT-LLM run fp8 checkpoints (vLLM fp8.py: W8A8 from SM89)"
 _W4A4 = "as TensorRT-LLM and vLLM run NVFP4 checkpoints on Blackwell (FP4 GEMMs)"
@@ -93,6 +106,10 @@ def resolve_dtypes(m, gpu, weight: str | None, act: str | None, kv: str | None, 
     if kv is None and q.kv_cache_dtype is not None:
         kv = q.kv_cache_dtype
         notes.append(f"KV cache {kv}, as the checkpoint was calibrated for (kv_cache_quant_algo)")
+    elif kv is None and q.source == "config":  # KV_AUTO: --kv-cache-dtype auto is the model's dtype
+        kv = base
+        notes.append(f"KV cache {base}: the checkpoint states no kv_cache_quant_algo and the engines' "
+                     f"--kv-cache-dtype auto keeps the model's dtype; --kv-dtype fp8 for an fp8 cache")
     notes += [_with_kv(compute_note, act, kv)] if compute_note else []
     return dict(weight=q.weight_dtype, act=act, kv=kv, emulate=emulate, weight_components=tuple(q.components),
                 weight_bits=q.bits_per_weight, weight_source="checkpoint"), notes

@@ -15,6 +15,10 @@ LINEAR_COMPONENTS = ("attention", "ssm", "dense_mlp", "routed_experts", "shared_
 COLLECTIVE_ALGOS: tuple[str, ...] = ("auto", "ring", "tree", "oneshot", "twoshot", "nvls")
 #: the algorithms that need the TP group inside one NVLink island (NCCL/TensorRT-LLM one-shot, two-shot, NVLS)
 NVLINK_ALGOS: tuple[str, ...] = ("oneshot", "twoshot", "nvls")
+#: how the MoE dispatch/combine all-to-all crosses machines (pricing/comm.py all_to_all): ``pairwise``, every
+#: expert copy of a token to its GPU; ``deepep``, DeepEP's normal (high-throughput) kernels, once per remote
+#: node over RDMA and forwarded over NVLink there (SGLang --moe-a2a-backend deepep --deepep-mode normal)
+EP_A2A: tuple[str, ...] = ("pairwise", "deepep")
 
 
 class Dtypes(BaseModel):
@@ -80,6 +84,8 @@ class Parallelism(BaseModel):
     replica, or all tp·dp GPUs when ``attention_dp`` makes the dp ranks one replica whose attention
     is data parallel and whose experts are spread over every rank (DeepSeek-style); ``ep`` must divide
     that group, and the rest splits each expert (expert TP). ``nodes`` spreads the GPUs over machines.
+    ``redundant_experts`` N adds N expert copies per MoE layer (EPLB, deploy/eplb.py): ep must then divide
+    E + N rather than E.
 
     ``attention_dp`` with ``ep`` 1 is SGLang's ``--enable-dp-attention`` beside TP-sharded MoE: each
     attention group runs its own sequences, then the MLP (dense or MoE) sees every group's tokens,
@@ -95,6 +101,9 @@ class Parallelism(BaseModel):
     pp: int = Field(default=1, ge=1)
     ep: int = Field(default=1, ge=1)
     dp: int = Field(default=1, ge=1)
+    redundant_experts: int = Field(default=0, ge=0, description="redundant expert copies per MoE layer (EPLB, "
+                                   "SGLang --ep-num-redundant-experts): (experts + N)/ep per GPU")
+    ep_a2a: str = Field(default="pairwise", description="MoE all-to-all across machines: " + ", ".join(EP_A2A))
     attention_dp: bool = Field(default=False, description="attention data-parallel beside EP or TP-sharded MoE (DeepSeek)")
     nodes: int = Field(default=1, ge=1)
     sequence_parallel: bool = Field(default=False, description="reduce-scatter + all-gather instead of all-reduce")
@@ -108,6 +117,13 @@ class Parallelism(BaseModel):
     def _algo(cls, v: str) -> str:
         if v not in COLLECTIVE_ALGOS:
             raise ValueError(f"collective_algo={v!r} unknown; allowed: {', '.join(COLLECTIVE_ALGOS)}")
+        return v
+
+    @field_validator("ep_a2a")
+    @classmethod
+    def _a2a(cls, v: str) -> str:
+        if v not in EP_A2A:
+            raise ValueError(f"ep_a2a={v!r} unknown; allowed: {', '.join(EP_A2A)}")
         return v
 
     @model_validator(mode="after")

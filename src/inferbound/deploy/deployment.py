@@ -85,9 +85,11 @@ class Deployment:
     def label(self) -> str:
         """The whole layout, short: GPUs, then TP always and PP/EP/DP where > 1, DP written ``attention-DP``
         when the dp ranks are one replica's attention groups (attention_dp), and the node count where > 1:
-        ``16x h200_sxm TP1 EP16 attention-DP16 over 2 nodes``."""
+        ``16x h200_sxm TP1 EP16 attention-DP16 over 2 nodes`` (EPLB's copies: ``EP72 +32 redundant experts``)."""
         p = self.par
         parts = [f"TP{p.tp}"] + [f"{k.upper()}{v}" for k, v in (("pp", p.pp), ("ep", p.ep)) if v > 1]
+        if p.redundant_experts:  # EPLB's copies (deploy/eplb.py)
+            parts.append(f"+{p.redundant_experts} redundant experts")
         if p.dp > 1:
             parts.append(f"{'attention-' if p.attention_dp else ''}DP{p.dp}")
         nodes = f" over {p.nodes} nodes" if p.nodes > 1 else ""

@@ -185,6 +185,7 @@ class EngineProfile(_Frozen):
     preemption: Optional[Cited[Literal["recompute", "swap", "retract", "none"]]] = None
     output_estimate: Optional[OutputEstimate] = None
     cuda_graphs: Optional[CudaGraphs] = None
+    scheduler_steps: Optional[Cited[int]] = None   # vLLM V0 multi-step: decode steps per scheduler call (None: not in this engine)
     prefix_caching: Optional[Cited[bool]] = None
     kv_offload: Optional[Cited[bool]] = None
     sliding_window: Optional[Cited[bool]] = None   # false: the engine ignores the model's sliding windows

@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .config import COLLECTIVE_ALGOS, NVLINK_ALGOS, Parallelism
+from .eplb import expert_slots, smallest_redundant
 from ..hardware import GPU
 from ..model import ModelSpec
 from ..model.groups import regroup
@@ -25,8 +26,17 @@ def check_layout(m: ModelSpec, gpu: GPU, par: Parallelism) -> None:
     if par.moe_group % par.ep:
         raise ValueError(f"ep={par.ep} must divide the GPUs sharing a MoE layer, "
                          f"tp{'*dp' if par.attention_dp else ''}={par.moe_group} (experts reuse those GPUs)")
-    if m.moe is not None and par.ep > 1 and m.moe.num_experts % par.ep:
-        raise ValueError(f"ep={par.ep} must divide num_experts={m.moe.num_experts} of {m.name}")
+    if par.redundant_experts and (m.moe is None or par.ep == 1):
+        raise ValueError(f"redundant_experts={par.redundant_experts} needs expert parallelism (ep > 1) on a "
+                         f"mixture-of-experts model; {m.name} has ep={par.ep}"
+                         f"{'' if m.moe is not None else ' and is dense'}; allowed: 0")
+    if m.moe is not None and par.ep > 1:
+        e, n = m.moe.num_experts, par.redundant_experts
+        if expert_slots(e, n) % par.ep:
+            raise ValueError(f"ep={par.ep} must divide num_experts+redundant_experts={e}+{n}={e + n} of {m.name} "
+                             f"(experts per GPU (E+N)/ep={(e + n) / par.ep:g} is not an integer); allowed: ep "
+                             f"dividing {e + n}, or redundant_experts={n + smallest_redundant(e + n, par.ep)} "
+                             f"(+ multiples of {par.ep})")
     if par.attention_dp and m.moe is None:
         raise ValueError(f"attention_dp needs a mixture-of-experts model; {m.name} is dense")
     if par.pp_split is not None and sum(par.pp_split) != m.num_layers:

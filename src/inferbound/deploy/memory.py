@@ -14,7 +14,8 @@
 A batch fits when its KV cache fits the engine's KV allocation (and the weights leave room for it).
 Engine features (docs/features/): speculative decoding adds the draft's weights and its own KV, and k
 drafted slots per sequence to the target's KV (``sequence_kv_bytes``); a host KV tier
-(``kv_offload=host``, offload.py) adds its pool to the KV allocation.
+(``kv_offload=host``, offload.py) holds evicted prefixes and adds nothing to a batch's room
+(``HostTier.capacity_bytes`` is 0).
 Functions over a deployment take it whole; the arithmetic of the model under a layout
 (weights, KV, activations per GPU) takes (model, dtypes, parallelism).
 """

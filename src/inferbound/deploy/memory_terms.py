@@ -19,6 +19,8 @@ from ..base.dtypes import bytes_per_element, component_weight_bytes
 from ..model.kv import kv_bytes_for_context, state_bytes_per_sequence
 from ..model.params import count_params, layer_params, norm_params
 from ..model.spec import ModelSpec
+from ..model.towers import tower_bytes_per_gpu
+from .eplb import expert_slots
 from .layout import stage_layers
 
 
@@ -38,14 +40,18 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
 
     Per layer (model.params.layer_params): attention and state-space projections split over tp, dense
     MLP and shared experts over tp (tp·dp with attention data parallel without EP: Parallelism.mlp_shard); routed experts over the GPUs sharing a MoE layer (tp, or tp·dp with
-    attention data parallel: E/ep experts per GPU, each split expert_tp ways); router over tp; norms
+    attention data parallel: (E + N)/ep experts per GPU with N redundant copies (EPLB, deploy/eplb.py),
+    each split expert_tp ways); router over tp; norms
     replicated. Each component at its stored format (dtypes.component_weight_bytes: the weight format
     where the deployment, or the checkpoint, quantizes it; else 16-bit). The first stage adds the
-    embedding (and OPT-style embedding projections, BLOOM's embedding LayerNorm, replicated), the last the
-    LM head and final norm (vocab-parallel over tp; Parallelism.head_shard).
+    embedding (and OPT-style embedding projections, BLOOM's embedding LayerNorm, replicated) and a
+    multimodal checkpoint's towers (model/towers.py tower_bytes_per_gpu: linear layers over tp, as vLLM
+    builds them), the last the LM head and final norm (vocab-parallel over tp; Parallelism.head_shard).
     """
     hb = bytes_per_element(dt.high_precision)
     p = count_params(m)
+    # EPLB's redundant copies (deploy/eplb.py): E + N physical experts hold the routed weights' (E + N)/E
+    copies = expert_slots(m.moe.num_experts, par.redundant_experts) / m.moe.num_experts if m.moe else 1.0
 
     def layer_bytes(g) -> float:
         lp = layer_params(m, g)
@@ -53,7 +59,7 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
              + lp.router * hb) / par.tp
         b += (lp.dense_mlp * component_weight_bytes(dt, "dense_mlp")
               + lp.shared_experts * component_weight_bytes(dt, "shared_experts")) / par.mlp_shard
-        b += lp.routed_experts * component_weight_bytes(dt, "routed_experts") / par.moe_group
+        b += lp.routed_experts * copies * component_weight_bytes(dt, "routed_experts") / par.moe_group
         return g.count * (b + lp.norms * hb)
 
     stages = _stages(m, par)
@@ -62,6 +68,11 @@ def weight_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism) -> float:
         load = sum(layer_bytes(g) for g in groups)
         if i == 0:
             load += (p.embedding + p.embed_projection) * hb / par.tp + norm_params(m) * hb * m.embedding_norm
+            load += tower_bytes_per_gpu(m.towers, hb, par.tp)  # a multimodal checkpoint's towers (model/towers.py)
+            # Gemma 3n (model/kv_sharing.py): per-layer embeddings and AltUp/LAuReL modules (replicated, on the
+            # first stage), less the k/v projections its KV-sharing layers do not build (0 for other models)
+            shared = p.attention - sum(g.count * layer_params(m, g).attention for g in m.layers)
+            load += (p.per_layer_embedding + p.layer_extras) * hb + shared * component_weight_bytes(dt, "attention") / par.tp
         if i == len(stages) - 1:
             load += p.lm_head * hb / par.head_shard + norm_params(m) * hb * m.final_norm
         loads.append(load)

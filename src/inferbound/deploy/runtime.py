@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import offload, speculative
+from . import engine_modes, offload, speculative
 from ..base.caches import cache
 from .engine_rules import cuda_graph_cap, sglang_max_running, tier_value
 from .engines import EngineProfile, profile_for_framework, profile_of  # noqa: F401  (re-exported)
@@ -61,10 +61,16 @@ class Runtime:
     speculative: str | None = None  # draft:MODEL | eagle | mtp | ngram (speculative.py)
     spec_tokens: int = 0  # k tokens drafted per step
     acceptance: float = 0.0  # a, probability a drafted token is accepted
+    acceptance_positions: tuple | None = None  # a_1..a_k per position (speculative.acceptance_settings)
+    spec_topk: int = 1  # tree drafting: candidates per depth (SGLang --speculative-eagle-topk)
+    spec_draft_tokens: int = 0  # tree drafting: tokens verified per sequence (0: k + 1)
+    spec_match_rate: float = 1.0  # ngram: share of sequences with a proposal
     prefix_hit_rate: float = 0.0  # share of each prompt's tokens found in the prefix cache (prefix.py)
     shared_prefix_len: int = 0  # tokens of a system prompt every request shares
+    prefix_groups: int = 1  # distinct shared prefixes the requests pick from (prefix.py: LRU hit shares)
     kv_offload: str = "none"  # none | host (offload.py)
     kv_offload_bytes: float | None = None  # host KV pool per GPU (None: the default rule)
+    scheduler_steps: int = 1  # vLLM V0 multi-step: decode steps per scheduler call (engine_modes.py)
 
     @property
     def name(self) -> str:
@@ -81,6 +87,8 @@ class Runtime:
             extra += f", prefix hit rate {self.prefix_hit_rate:g}"
         if self.shared_prefix_len:
             extra += f", shared prefix {self.shared_prefix_len} tokens"
+        if self.prefix_groups > 1:
+            extra += f" in {self.prefix_groups} groups"
         if self.kv_offload != "none":
             extra += f", KV offload {self.kv_offload}"
         return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
@@ -129,15 +137,18 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
         raise ValueError(f"kv_reservation={given['reservation']!r} unknown; allowed: {', '.join(RESERVATIONS)}")
     if "preemption" in given and given["preemption"] not in PREEMPTIONS:
         raise ValueError(f"preemption={given['preemption']!r} unknown; allowed: {', '.join(PREEMPTIONS)}")
+    modes = engine_modes.settings(p, given)  # scheduler_steps, cuda_graphs (engine_modes.py)
     unknown = set(given) - set(checks) - {"memory_fraction", "reservation", "preemption", "chunked_prefill",
-                                           "prefix_caching"} - set(FEATURES)
+                                           "prefix_caching"} - set(FEATURES) - set(engine_modes.MODES)
     if unknown:
         raise ValueError(f"runtime option {sorted(unknown)[0]!r} unknown; allowed: block_size, token_budget, "
                          f"max_num_seqs, memory_fraction, reservation, preemption, chunked_prefill, prefix_caching, "
                          f"{', '.join(FEATURES)}")
-    base = {k: (int(v) if k in checks else v) for k, v in given.items() if k not in FEATURES}
+    base = {k: (int(v) if k in checks else v) for k, v in given.items()
+            if k not in FEATURES and k not in engine_modes.MODES}
     feats, notes = _features(dep, rt, given)
-    rt = replace(rt, **{**base, **feats}, overridden=tuple(sorted(given)), notes=rt.notes + notes)
+    rt = replace(rt, **{**base, **feats}, scheduler_steps=modes.steps, overridden=tuple(sorted(given)),
+                 notes=rt.notes + notes + modes.notes)
     if rt.preemption == "none" and rt.reservation == "current" and given.get("preemption") == "none":
         # blocks granted as sequences grow run out under load, and an engine must then preempt someone
         raise ValueError(f"preemption='none' needs kv_reservation='max' (blocks held from admission, as TensorRT-LLM's "
@@ -157,12 +168,12 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
             f"max_num_seqs lowered to the token budget {rt.token_budget} (the engine requires max_num_seqs <= "
             f"max_num_batched_tokens)",))
     graphs = cuda_graph_cap(p, mem, tp, rt.max_num_seqs, blackwell=g.name.lower().startswith(("b", "gb")))
-    return replace(rt, cuda_graph_max_batch=int(graphs))
+    return replace(rt, cuda_graph_max_batch=0 if not modes.graphs else int(graphs))
 
 
 #: runtime.resolve overrides of the issue-14 features (options.py ENGINE declares them; docs/features/)
-FEATURES = ("speculative", "spec_tokens", "acceptance", "prefix_hit_rate", "shared_prefix_len", "kv_offload",
-            "kv_offload_gb")
+FEATURES = ("speculative", "spec_tokens", "acceptance", "prefix_hit_rate", "shared_prefix_len", "prefix_groups", "kv_offload",
+            "kv_offload_gb") + speculative.ACCEPTANCE_FORMS[1:] + speculative.DRAFT_SHAPE
 
 
 def _number(name: str, v, low, high=None, high_open: bool = False, integer: bool = False):
@@ -184,7 +195,8 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
     spec = given.get("speculative")
     k, a = given.get("spec_tokens"), given.get("acceptance")
     if spec is None:
-        for name, v in (("spec_tokens", k), ("acceptance", a)):
+        for name, v in (("spec_tokens", k), *((f, given.get(f)) for f in speculative.ACCEPTANCE_FORMS +
+                                               speculative.DRAFT_SHAPE)):
             if v is not None:
                 raise ValueError(f"{name}={v!r} given without speculative; allowed: set speculative "
                                  f"({speculative.ALLOWED})")
@@ -194,6 +206,8 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
         if method == "mtp" and not m.mtp_layers:
             raise ValueError(f"speculative='mtp' needs a model with multi-token-prediction layers "
                              f"(num_nextn_predict_layers >= 1); {m.name} has none; allowed: draft:MODEL, eagle, ngram")
+        if k is None and given.get("acceptance_positions") is not None:
+            k, _, _, _ = speculative.acceptance_settings(method, None, given)  # k = the list's length
         if k is None:
             if method != "mtp":
                 raise ValueError(f"speculative={spec!r} needs spec_tokens (tokens drafted per step, an integer "
@@ -201,20 +215,31 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
             k = m.mtp_layers
             notes.append(f"spec_tokens defaults to the model's num_nextn_predict_layers={k} (vLLM's default for MTP)")
         k = _number("spec_tokens", k, 1, 32, integer=True)
+        _, a_form, spec_fields, spec_notes = speculative.acceptance_settings(method, k, given)
+        notes.extend(spec_notes)
+        if a is None:
+            a = a_form
         if a is None:
             if method != "mtp":
                 raise ValueError(f"speculative={spec!r} needs acceptance (the probability a drafted token is "
-                                 f"accepted, a number in [0, 1)), e.g. acceptance=0.7")
+                                 f"accepted, a number in [0, 1)), e.g. acceptance=0.7; or one of "
+                                 f"{', '.join(speculative.ACCEPTANCE_FORMS[1:])}")
             d = speculative.defaults()["mtp_acceptance"]
             a = float(d["value"])
             notes.append(f"acceptance defaults to {a:g} for MTP ({d['source']})")
         a = _number("acceptance", a, 0.0, 1.0, high_open=True)
-        out.update(speculative=str(spec).strip(), spec_tokens=k, acceptance=a)
+        out.update(speculative=str(spec).strip(), spec_tokens=k, acceptance=a, **spec_fields)
     h, s = given.get("prefix_hit_rate"), given.get("shared_prefix_len")
     if h is not None:
         out["prefix_hit_rate"] = _number("prefix_hit_rate", h, 0.0, 1.0)
     if s is not None:
         out["shared_prefix_len"] = _number("shared_prefix_len", s, 0, integer=True)
+    n_groups = given.get("prefix_groups")
+    if n_groups is not None:
+        out["prefix_groups"] = _number("prefix_groups", n_groups, 1, integer=True)
+        if out["prefix_groups"] > 1 and not out.get("shared_prefix_len"):
+            raise ValueError(f"prefix_groups={n_groups!r} needs shared_prefix_len (the tokens of each group's prefix); "
+                             f"allowed: prefix_groups=1, or give shared_prefix_len")
     if out.get("prefix_hit_rate") and out.get("shared_prefix_len"):
         raise ValueError(f"prefix_hit_rate={h!r} and shared_prefix_len={s!r} given together; allowed: one of them")
     if out.get("prefix_hit_rate") or out.get("shared_prefix_len"):
@@ -230,6 +255,10 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
             raise ValueError(f"kv_offload={mode!r} unknown; allowed: {', '.join(offload.MODES)}")
         if mode == "host":
             offload.host_link(dep.gpu)  # a GPU without a host tier: one line now
+            if out.get("prefix_groups", 1) <= 1:
+                notes.append("kv_offload=host keeps evicted prefixes in host memory (the running batch's KV stays on "
+                             "the GPU); without shared_prefix_len and prefix_groups > 1 no prefix is evicted, so the "
+                             "tier changes no figure here (docs/features/kv-offload.md)")
         out["kv_offload"] = mode
     if gb is not None:
         if out.get("kv_offload", "none") != "host":

@@ -21,6 +21,9 @@ A step of D decoding sequences at c cached tokens (``verify_load``, ``step_cost`
              fixed costs (step overhead, host work) are paid once per engine step, not per draft pass
     t_step = t_verify + t_draft          TPOT = t_step / τ          tok/s per user = τ / t_step
 
+Acceptance as engines and papers report it (per position, vLLM's rate and mean acceptance length,
+SGLang's accept length), tree drafting and the n-gram match rate: deploy/acceptance.py.
+
 Drafts (``Drafter``):
 - ``draft:MODEL``: a separate small model (a catalog alias, HF id or config path) on the same GPUs and
   TP as the target (vLLM's draft_tensor_parallel_size defaults to the target's), at the target's
@@ -53,17 +56,13 @@ from ..base.datafiles import data_yaml
 from ..base.dtypes import component_weight_bytes
 from ..model import load_model
 from ..model.spec import LayerGroup
+from .acceptance import (ACCEPTANCE_FORMS, DRAFT_SHAPE, acceptance_settings, iid_acceptance,  # noqa: F401
+                         tau_positions, tau_tree, tokens_per_step, tree_widths)
 from .layout import check_layout
 from .memory_terms import kv_bytes_per_gpu, weight_bytes_per_gpu
 
 METHODS = ("draft", "eagle", "mtp", "ngram")
 ALLOWED = "draft:MODEL, eagle, mtp, ngram"
-
-
-def tokens_per_step(a, k):
-    """τ = (1 − a^(k+1)) / (1 − a): expected tokens a sequence gains per target step (module docstring)."""
-    a = np.asarray(a, dtype=float)
-    return (1.0 - a ** (np.asarray(k, dtype=float) + 1.0)) / (1.0 - a)
 
 
 def parse_method(text) -> tuple[str, str | None]:
@@ -83,20 +82,57 @@ def defaults() -> dict:
 
 @dataclass(frozen=True)
 class Spec:
-    """Speculative decoding of one deployment: method, k drafted tokens per step, acceptance a."""
+    """Speculative decoding of one deployment: method, k drafted tokens per step (the draft's steps), the
+    i.i.d. acceptance a (or per-position a_1..a_k), the tree (topk t, verified tokens N) and the n-gram
+    match rate m (module docstring)."""
 
     method: str
     k: int
     acceptance: float
     draft_model: str | None = None
+    positions: tuple | None = None  # a_1..a_k, conditional per-position acceptance
+    topk: int = 1
+    draft_tokens: int = 0  # N tokens verified per sequence (0: k + 1, a chain)
+    match: float = 1.0  # share of sequences with a proposal (ngram)
+
+    @property
+    def verify_tokens(self) -> int:
+        """Query tokens a verifying sequence adds to the target's step: N (a tree) or k + 1."""
+        return self.draft_tokens or self.k + 1
+
+    @property
+    def per_position(self) -> tuple:
+        return self.positions if self.positions is not None else (self.acceptance,) * self.k
+
+    @property
+    def tau_verified(self) -> float:
+        """τ of a sequence that is verified: the chain, per-position or tree formula."""
+        if self.topk > 1:
+            return tau_tree(self.per_position, tree_widths(self.k, self.topk, self.verify_tokens))
+        if self.positions is not None:
+            return tau_positions(self.positions)
+        return float(tokens_per_step(self.acceptance, self.k))
 
     @property
     def tau(self) -> float:
-        return float(tokens_per_step(self.acceptance, self.k))
+        """Tokens per sequence per target step: 1 + m·(τ_verified − 1)."""
+        return 1.0 + self.match * (self.tau_verified - 1.0)
+
+    def survival(self) -> np.ndarray:
+        """P(at least i drafts accepted), i = 1..k: m·Π_{j≤i} c_j with c_j = a_j (a chain) or
+        1 − (1 − a_j)^{b_j} (a tree); 1 + Σ_i of it is τ. The simulator draws j = #{i: u ≤ P_i}, u uniform."""
+        acc = self.per_position
+        if self.topk > 1:
+            acc = [1.0 - (1.0 - float(a)) ** b for a, b in zip(acc, tree_widths(self.k, self.topk, self.verify_tokens))]
+        return self.match * np.cumprod(np.asarray(acc, dtype=float))
 
     def describe(self) -> str:
         what = f"draft {self.draft_model}" if self.method == "draft" else self.method
-        return f"speculative {what}, k={self.k}, acceptance {self.acceptance:g} (tau {self.tau:.3f} tokens/step)"
+        acc = ("acceptance by position " + ",".join(f"{a:g}" for a in self.positions) if self.positions is not None
+               else f"acceptance {self.acceptance:g}")
+        tree = f", tree topk {self.topk} of {self.verify_tokens} tokens" if self.topk > 1 else ""
+        match = f", match rate {self.match:g}" if self.match < 1 else ""
+        return f"speculative {what}, k={self.k}, {acc}{tree}{match} (tau {self.tau:.3f} tokens/step)"
 
 
 def spec_of(rt) -> Spec | None:
@@ -104,7 +140,10 @@ def spec_of(rt) -> Spec | None:
     if rt is None or getattr(rt, "speculative", None) is None:
         return None
     method, model = parse_method(rt.speculative)
-    return Spec(method, int(rt.spec_tokens), float(rt.acceptance), model)
+    pos = getattr(rt, "acceptance_positions", None)
+    return Spec(method, int(rt.spec_tokens), float(rt.acceptance), model, tuple(pos) if pos else None,
+                int(getattr(rt, "spec_topk", 1) or 1), int(getattr(rt, "spec_draft_tokens", 0) or 0),
+                float(getattr(rt, "spec_match_rate", 1.0)))
 
 
 def extra_kv_tokens(rt) -> int:

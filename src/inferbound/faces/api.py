@@ -107,7 +107,8 @@ def simulate(dep: Deployment | DeploymentOptions | dict | None = None, load: Ser
                                 num_blocks=ld.num_blocks, input_dist=ld.input_dist, output_dist=ld.output_dist,
                                 concurrency=ld.concurrency, think_time=ld.think_time, dataset=ld.dataset,
                                 slo_ttft_ms=ld.slo_ttft_ms, slo_tpot_ms=ld.slo_tpot_ms, slo_e2e_ms=ld.slo_e2e_ms,
-                                progress=progress)
+                                progress=progress, prefill_layout=ld.prefill_layout,
+                                decode_layout=ld.decode_layout)
 
 
 def _list(items):

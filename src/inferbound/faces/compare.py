@@ -127,10 +127,13 @@ def _figures(dep, w: dict) -> tuple[dict, bool, str, list]:
     scenario = w.get("scenario", "static")
     i, o = w.get("input_len", 1024), w.get("output_len", 256)
     lengths = from_options({**w, "input_len": i, "output_len": o})
+    if w.get("images") and scenario != "static":
+        raise ValueError(f"workload images={w['images']} is priced in the static scenario only; allowed: scenario "
+                         f"static, or images 0")
     if scenario == "static":
         if lengths is not None:
             raise ValueError("workload input_dist/output_dist/dataset apply to max-throughput and serving, not static")
-        e = estimate(dep, batch=w.get("batch", 8), input_len=i, output_len=o)
+        e = estimate(dep, batch=w.get("batch", 8), input_len=i, output_len=o, images=w.get("images", 0))
         en = e.energy
         return ({"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3, "tok_s_per_gpu": e.output_tok_s_per_gpu,
                  "tok_s_per_user": e.tok_s_per_user, "joules_per_token": en["joules_per_output_token"],

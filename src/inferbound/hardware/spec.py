@@ -62,14 +62,15 @@ class Efficiency(BaseModel):
 
 
 class Power(BaseModel):
-    """Power model: idle + dynamic share that grows with utilization, capped at TDP (data/efficiency.yaml)."""
+    """Power model: idle + a dynamic share that grows with utilization and saturates towards TDP
+    (pricing/energy.py; coefficients fitted in data/efficiency.yaml)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # no inf/NaN peaks, prices
 
     tdp_w: float = Field(gt=0)
     idle_w: float = Field(ge=0)
-    compute_w: float = Field(ge=0, description="watts above idle at 100% compute utilization")
-    memory_w: float = Field(ge=0, description="watts above idle at 100% HBM bandwidth utilization")
+    compute_w: float = Field(ge=0, description="watts per unit compute utilization at low load (dP/du_c at 0)")
+    memory_w: float = Field(ge=0, description="watts per unit HBM-bandwidth utilization at low load (dP/du_m at 0)")
 
 
 class Price(BaseModel):

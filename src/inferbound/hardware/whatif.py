@@ -8,6 +8,11 @@ carries a note that its error bands are extrapolated.
     hbm_bw   HBM bandwidth, bytes/s              flops    every peak_flops entry (all dtypes)
     hbm_gb   HBM capacity                        link_bw  scale-up (NVLink), scale-out (NIC) and PCIe bandwidth
     scaleup_bw, scaleout_bw, pcie_bw: one link each
+
+A scaled link moves what runs over it: the alpha-beta model (pricing/comm.py) reads the scaled catalog
+links, and the measured intra-node collective curves (pricing/collectives.py, keyed by the base GPU) have
+their bandwidth terms multiplied by :func:`link_scale` (the NVLink factor, or PCIe's on a machine without
+NVLink) while their latency terms stay the base's: t(S) = min((√α + √(S·f/(s·β)))², α_b + S·f/(s·β_b)).
 """
 from __future__ import annotations
 
@@ -82,8 +87,16 @@ def scale_gpu(gpu: GPU, scales: dict[str, float]) -> GPU:
     return GPU.model_validate(data)
 
 
+def link_scale(gpu: GPU) -> float:
+    """Factor on the intra-node link of a what-if GPU: scaleup_bw's (link_bw x scaleup_bw) where the GPUs
+    talk over NVLink, else pcie_bw's (link_bw x pcie_bw); 1.0 for a catalog GPU."""
+    s = gpu.scales
+    return s.get("link_bw", 1.0) * s.get("scaleup_bw" if gpu.nvlink else "pcie_bw", 1.0)
+
+
 def note(gpu: GPU) -> str:
     """The printed note of a derived GPU."""
     text = ", ".join(f"{k} x{v:g}" for k, v in gpu.scales.items())
-    return (f"what-if GPU {gpu.id}: {gpu.derived_from} with {text}; efficiencies, kernel curves, power and price are "
-            f"{gpu.derived_from}'s, so its figures and error bands are extrapolated")
+    return (f"what-if GPU {gpu.id}: {gpu.derived_from} with {text}; efficiencies, kernel curves (their link "
+            f"bandwidth scaled), power and price are {gpu.derived_from}'s, so its figures and error bands are "
+            f"extrapolated")

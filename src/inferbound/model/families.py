@@ -3,7 +3,10 @@
 Most families are a pre-norm decoder (attention + MLP, two norms) that differ in a few switches; those
 are the :class:`Traits` rows below, each naming the modeling file it follows
 (``transformers/models/<family>/modeling_<family>.py``). Families with their own layout (Falcon, OPT,
-GPT-2/J, BLOOM) and the state-space / hybrid families (``hybrids.py``) have a function each.
+GPT-2/J, CodeGen, GPT-BigCode, BLOOM; MPT and GPT-Neo in ``classic.py``), a Traits row with a config switch
+of its own (StableLM, HyperCLOVA X, BitNet) and the state-space / hybrid families (``hybrids.py``,
+``hybrids_more.py``) have a function each. Every causal-LM model_type of transformers is either read here
+exactly or refused with its reason (data/refused_families.yaml; tests/test_transformers_wide.py).
 
 A switch is either a constant or the config key that sets it (read as a JSON boolean, absent = the
 config class default from data/model_families.yaml). Window and MoE layouts are named rules
@@ -17,6 +20,12 @@ from typing import Callable
 
 from .fields import core, flag, sized
 from .hybrids import HYBRIDS
+from .hybrids_more import HYBRIDS_MORE
+from .classic import CLASSIC
+from .gemma3n import KV_SHARING
+from .linear_attn import LINEAR_ATTENTION
+from .rwkv import RWKV
+from .sparse_attn import indexer_spec
 from .layout import group_layers, moe_layout, window_layout
 from .validate import Reader
 
@@ -31,7 +40,7 @@ class Traits:
     qkv_bias: bool | str = "attention_bias"
     out_bias: bool | str = "attention_bias"
     mlp_bias: bool | str = False
-    qk_norm: str = "none"                   # none | head | full
+    qk_norm: str = "none"                   # none | head | full | per_head
     qk_norm_key: str | None = None          # qk_norm only when this config key is true
     windows: str = "none"                   # rule name in layout.window_layout
     moe: str | None = None                  # rule name in layout.moe_layout
@@ -69,14 +78,55 @@ TRAITS: dict[str, Traits] = {
     "gpt_neox": Traits(gated=False, norm="layernorm", mlp_bias=True),
     "llama4_text": Traits(windows="llama4", moe="llama4", ff_keys=("intermediate_size_mlp",)),
     "gpt_oss": Traits(sinks=True, windows="gpt_oss", moe="gpt_oss"),
-    "deepseek_v2": Traits(mla=True, moe="deepseek"),
+    "deepseek_v2": Traits(mla=True, moe="deepseek", mlp_bias="mlp_bias"),  # dense + shared MLPs: mlp_bias
     "deepseek_v3": Traits(mla=True, moe="deepseek"),
     "glm4_moe": Traits(out_bias=False, qk_norm="head", qk_norm_key="use_qk_norm", moe="deepseek"),
+    # read exactly over the class defaults of transformers 5.24.0 (tests/test_transformers_wide.py)
+    "exaone": Traits(mlp_bias="mlp_bias"),              # ExaoneConfig(LlamaConfig): builds LlamaForCausalLM
+    "internlm3": Traits(mlp_bias="mlp_bias"),           # InternLM3Config(LlamaConfig): LlamaForCausalLM
+    "iquestcoder": Traits(mlp_bias="mlp_bias"),         # IQuestCoderConfig(LlamaConfig): LlamaForCausalLM
+    "glm": Traits(out_bias=False),                      # GlmAttention: o_proj without bias; Phi3MLP gate_up
+    "glm4": Traits(norms=4, out_bias=False),            # + post_self_attn / post_mlp norms
+    "ernie4_5": Traits(qkv_bias="use_bias", out_bias="use_bias", mlp_bias="use_bias"),
+    "seed_oss": Traits(out_bias="attention_out_bias", mlp_bias="mlp_bias"),
+    "hunyuan_v1_dense": Traits(qk_norm="head"),         # query_layernorm / key_layernorm over head_dim
+    "olmo3": Traits(qk_norm="full", windows="olmo3"),
+    "exaone4": Traits(qkv_bias=False, out_bias=False, qk_norm="head", windows="exaone4"),
+    "cohere2": Traits(norm="layernorm_nobias", norms=1, qk_norm="full", qk_norm_key="use_qk_norm", parallel=True,
+                      windows="cohere2"),
+    "ministral": Traits(qkv_bias=False, out_bias=False, windows="all"),
+    "ministral3": Traits(qkv_bias=False, out_bias=False, windows="all"),
+    "helium": Traits(out_bias=False, mlp_bias="mlp_bias"),
+    "arcee": Traits(gated=False, mlp_bias="mlp_bias"),  # NemotronMLP: up/down, ReLU^2
+    "cwm": Traits(qkv_bias=False, out_bias=False, mlp_bias="mlp_bias", windows="cwm"),
+    "vaultgemma": Traits(windows="gemma2"),             # Gemma 2 without the two post-norms
+    "nanochat": Traits(gated=False, norm="none", norms=0),  # weightless RMSNorms, fc1/fc2
+    "dots1": Traits(qk_norm="head", moe="deepseek"),  # Qwen3 attention + DeepSeek-V3 MoE
+    "glm4_moe_lite": Traits(mla=True, moe="deepseek"),  # DeepseekV3Attention + GLM-4.5 MoE, mlp_layer_types
+    "minicpm3": Traits(mla=True, mlp_bias="mlp_bias"),  # DeepseekV2Attention (MLA) + Llama MLP
+    "persimmon": Traits(gated=False, norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True, qk_norm="head",
+                        qk_norm_key="qk_layernorm"),  # fused qkv, LayerNorm q/k over head_dim, relu^2 MLP
+    "nemotron": Traits(gated=False, norm="layernorm", mlp_bias="mlp_bias"),  # LayerNorm1P, relu^2 up/down
+    "sarvam_mla": Traits(mla=True, moe="deepseek"),      # builds DeepseekV3ForCausalLM
+    "granitemoeshared": Traits(moe="granitemoeshared"),
+    "jais2": Traits(gated=False, norm="layernorm", mlp_bias="mlp_bias"),  # LayerNorms, NemotronMLP up/down
+    "youtu": Traits(mla=True),                          # DeepseekV3Attention (MLA) + dense Qwen3MLP
+    "flex_olmo": Traits(qk_norm="full", moe="olmoe"),   # Olmo2 attention + OLMoE experts
+    "mellum": Traits(qk_norm="head", moe="qwen3_moe"),  # Qwen3-MoE modules; layer_types / mlp_layer_types
+    "aria_text": Traits(mlp_bias="mlp_bias", moe="aria"),  # Aria's language model: Llama attention + MoE
+    "exaone_moe": Traits(qkv_bias=False, out_bias=False, qk_norm="head", windows="exaone4", moe="deepseek"),
+    "ernie4_5_moe": Traits(qkv_bias="use_bias", out_bias="use_bias", mlp_bias="use_bias", moe="ernie4_5_moe",
+                           lm_head_bias="use_bias"),  # its lm_head too takes bias=config.use_bias
+    "hunyuan_v1_moe": Traits(qk_norm="head", moe="hunyuan"),  # HunYuanDenseV1's layer with a MoE MLP
+    "granite_swa": Traits(mlp_bias="mlp_bias", sinks=True, windows="granite_swa"),       # + a sink logit per head
+    "granitemoe_swa": Traits(moe="granitemoeshared", sinks=True, windows="granite_swa"),
+    "sarvam_moe": Traits(out_bias=False, qk_norm="head", qk_norm_key="use_qk_norm", moe="deepseek"),  # Glm4Moe
 }
 
 #: model_types that name the same architecture under another name (the config says which family)
 ALIASES = {"llama4": "llama4_text", "kimi_k2": "deepseek_v3", "gemma3": "gemma3_text",
-           "mistral3": "mistral", "qwen3_next_text": "qwen3_next"}
+           "mistral3": "mistral", "qwen3_next_text": "qwen3_next", "qwen3_5": "qwen3_5_text",
+           "qwen3_5_moe": "qwen3_5_moe_text", "gemma3n": "gemma3n_text"}
 
 
 def norm_fields(norm: str, norms: int) -> dict:
@@ -87,13 +137,15 @@ def norm_fields(norm: str, norms: int) -> dict:
 
 def decoder(r: Reader, fam: str, defaults: dict, size_defaults: dict, t: Traits) -> dict:
     """ModelSpec fields of a :class:`Traits` family."""
-    c = core(r, fam, defaults, size_defaults)
+    c = core(r, fam, defaults, size_defaults, need_heads=not t.mla)  # MLA: heads need not divide the width
     n, d = c["n"], c["d"]
     ff = sized(r, fam, defaults, size_defaults, *t.ff_keys, kind="width", lo=0)
     mla = _mla(r) if t.mla else None
-    kv, hd = c["kv"], c["hd"]
     if mla is not None:
+        c["h"] = r.int("num_attention_heads", kind="heads")
         kv, hd = c["h"], mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]
+    else:
+        kv, hd = c["kv"], c["hd"]
     moe, is_moe, dense_ff = moe_layout(r, fam, t.moe, n, d, defaults, size_defaults, ff)
     windows = window_layout(r, fam, t.windows, n, defaults, size_defaults)
     qk = t.qk_norm if (t.qk_norm_key is None or flag(r, defaults, t.qk_norm_key)) else "none"
@@ -122,18 +174,52 @@ def _mla(r: Reader) -> dict | None:
 
 
 # ---------------------------------------------------------------------- families with their own layout
+def minimax_m2(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """MiniMax-M2 (modeling_minimax_m2.py): full softmax attention in every layer (no lightning
+    attention), q/k RMSNorms over all heads (``q_norm`` n_heads·head_dim, ``k_norm`` n_kv·head_dim), no
+    biases; a sparse MoE in every layer whose experts are ``intermediate_size`` wide, the router with a
+    stored ``e_score_correction_bias``."""
+    out = decoder(r, fam, defaults, size_defaults, Traits(qkv_bias=False, out_bias=False, qk_norm="full", moe="mixtral"))
+    out["moe"] = out["moe"].model_copy(update={"router_bias": True})
+    return out
+
+
+def deepseek_v32(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """DeepSeek-V3.2 (modeling_deepseek_v32.py): DeepSeek-V3's MLA and MoE (router with its stored
+    score-correction bias; ``mlp_layer_types`` dense/sparse when given, else the first
+    ``first_k_dense_replace`` layers dense), and a DSA indexer in every attention layer (sparse_attn.py;
+    ``layer_types`` is all ``indexed_attention``)."""
+    held = dict.pop(r.raw, "layer_types", None)  # not a window layout: read here, kept out of decoder()
+    r.raw.seen.add("layer_types")
+    out = decoder(r, fam, defaults, size_defaults, Traits(mla=True, moe="deepseek"))
+    n = sum(g.count for g in out["layers"])
+    if held is not None:
+        r.raw["layer_types"] = held
+        r.str_list("layer_types", length=n, allowed=("indexed_attention",))
+    types = r.str_list("mlp_layer_types", length=n, allowed=("dense", "sparse"))
+    if types is not None:
+        out["layers"] = group_layers([("full", None, t == "sparse", "attention", True) for t in types])
+    out["moe"] = out["moe"].model_copy(update={"router_bias": True})
+    out["indexer"] = indexer_spec(r, fam, defaults, size_defaults, out["mla"]["q_lora_rank"])
+    out["mtp_layers"] = r.int("num_nextn_predict_layers", default=defaults.get("num_nextn_predict_layers", 0),
+                              kind="small")
+    return out
+
+
 def gpt2(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
     """GPT-2 (modeling_gpt2.py): Conv1D c_attn/c_proj/c_fc with biases, 2 LayerNorms, learned positions;
     with ``add_cross_attention`` each block adds a cross-attention (GPT2Attention(is_cross_attention=True))
     and ``ln_cross_attn``. GPT-J (modeling_gptj.py): q/k/v/out without bias, one LayerNorm (parallel), LM
-    head with a bias."""
+    head with a bias; CodeGen (modeling_codegen.py) is GPT-J's layout (fused qkv_proj). GPT-BigCode
+    (modeling_gpt_bigcode.py) is GPT-2's with ``multi_query`` (default true): c_attn d -> d + 2·head_dim."""
     c = core(r, fam, defaults, size_defaults, layers=("n_layer", "num_hidden_layers"),
              hidden=("n_embd", "hidden_size"), heads=("n_head", "num_attention_heads"))
     n, d = c["n"], c["d"]
     ff = r.opt_int("n_inner") or 4 * d
-    j = fam == "gptj"
+    j = fam in ("gptj", "codegen")
+    kv = 1 if fam == "gpt_bigcode" and r.bool("multi_query", True) else c["h"]
     return dict(
-        hidden_size=d, num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
+        hidden_size=d, num_heads=c["h"], num_kv_heads=kv, head_dim=c["hd"], vocab_size=c["vocab"],
         intermediate_size=ff, gated_mlp=False, qkv_bias=not j, out_bias=not j, mlp_bias=True,
         layernorm_bias=True, norms_per_layer=1 if j else 2, parallel_attention=j, lm_head_bias=j,
         cross_attention=False if j else r.bool("add_cross_attention", False),
@@ -209,16 +295,51 @@ def opt(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
         layers=group_layers([("full", None, False, "attention", True)] * c["n"]))
 
 
+def _hyperclovax(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """HyperCLOVA X (modeling_hyperclovax.py): Granite's layer, plus post_norm1/post_norm2 with
+    ``use_post_norm``."""
+    post = flag(r, defaults, "use_post_norm")
+    return decoder(r, fam, defaults, size_defaults, Traits(mlp_bias="mlp_bias", norms=4 if post else 2))
+
+
+def _stablelm(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """StableLM (modeling_stablelm.py): LayerNorms with bias; q/k/v biases with ``use_qkv_bias``, o_proj
+    without; ``use_parallel_residual``: one norm, attention beside the MLP; ``qk_layernorm``: a bias-free
+    LayerNorm per q and k head (StableLmLayerNormPerHead)."""
+    par = flag(r, defaults, "use_parallel_residual")
+    return decoder(r, fam, defaults, size_defaults, Traits(
+        norm="layernorm", qkv_bias="use_qkv_bias", out_bias=False, norms=1 if par else 2, parallel=par,
+        qk_norm="per_head", qk_norm_key="qk_layernorm"))
+
+
+def _bitnet(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """BitNet (modeling_bitnet.py): Llama's layer, gated MLP without bias, plus attn_sub_norm (d, before
+    o_proj) and ffn_sub_norm (the MLP width, before down_proj) in every layer."""
+    return {**decoder(r, fam, defaults, size_defaults, Traits(mlp_bias=False)), "sub_norms": True}
+
+
+def _afmoe(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    """AFMoE (modeling_afmoe.py): q/k norms over head_dim, an output gate_proj d -> heads·head_dim (counted as
+    ``attention_gate``, as Qwen3-Next's), 4 norms per layer, DeepSeek-style MoE (rule ``afmoe``)."""
+    if flag(r, defaults, "attention_bias"):  # q/k/v/o would take a bias, gate_proj not: no field says that yet
+        raise r.error("attention_bias", True, "is not counted for afmoe (its gate_proj has no bias, q/k/v/o would)",
+                      "false, as Arcee's published AFMoE configs")
+    t = Traits(norms=4, qk_norm="head", windows="afmoe", moe="afmoe")
+    return {**decoder(r, fam, defaults, size_defaults, t), "attention_gate": True}
+
+
 def _traits_family(t: Traits) -> Callable:
     return lambda r, fam, defaults, size_defaults: decoder(r, fam, defaults, size_defaults, t)
 
 
 def builders() -> dict[str, Callable[[Reader, str, dict, dict], dict]]:
     out = {fam: _traits_family(t) for fam, t in TRAITS.items()}
-    out.update(gpt2=gpt2, gptj=gpt2, bloom=bloom, falcon=falcon, opt=opt, **HYBRIDS)
+    out.update(gpt2=gpt2, gptj=gpt2, codegen=gpt2, gpt_bigcode=gpt2, bloom=bloom, falcon=falcon, opt=opt, deepseek_v32=deepseek_v32, minimax_m2=minimax_m2, **HYBRIDS, **LINEAR_ATTENTION, **RWKV, **KV_SHARING)
+    out.update(HYBRIDS_MORE, **CLASSIC, hyperclovax=_hyperclovax, stablelm=_stablelm, bitnet=_bitnet, afmoe=_afmoe)
     return out
 
 
-SUPPORTED: tuple[str, ...] = tuple(sorted(set(TRAITS) | {"gpt2", "gptj", "bloom", "falcon", "opt", "mamba",
+SUPPORTED: tuple[str, ...] = tuple(sorted(set(TRAITS) | set(LINEAR_ATTENTION) | set(RWKV) | set(KV_SHARING) | {"gpt2", "gptj", "bloom", "falcon", "opt", "deepseek_v32", "minimax_m2", "mamba",
                                                          "falcon_mamba", "mamba2", "jamba", "qwen3_next",
                                                          "nemotron_h", "falcon_h1", "granitemoehybrid"}))
+SUPPORTED = tuple(sorted({*SUPPORTED, "codegen", "gpt_bigcode", "hyperclovax", "stablelm", "bitnet", "afmoe", *HYBRIDS_MORE, *CLASSIC}))  # gpt2(); hybrids_more.py

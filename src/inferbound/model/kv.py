@@ -11,7 +11,10 @@ The seed article: 2·2·n_layers·n_heads·d_head bytes per token at fp16 (one 2
 - window layers (sliding or chunked attention) hold at most ``window`` tokens: a sequence of length L
   costs min(L, window) tokens there (the W−1 kept between steps plus the token being decoded, which is
   what an engine allocates: transformers' DynamicSlidingWindowLayer keeps W−1);
-- the KV dtype sets the bytes per value.
+- the KV dtype sets the bytes per value;
+- DeepSeek-V3.2's DSA indexer (``sparse_attn.py``) keeps its own key per token and attention layer
+  beside the MLA latent, in its own fp8 format (``indexer_bytes_per_token_layer``), at any KV dtype;
+- Gemma 3n's KV-sharing layers (``kv_sharing.py``) reuse an earlier layer's cache and add none.
 
 State per sequence (``state_bytes_per_sequence``), summed over the state-space layers: conv state
 (K−1)·conv_dim plus the recurrent state (E·N, H·P·N or Hv·Dk·Dv values), see ``ssm.py``; it does not
@@ -24,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.dtypes import bytes_per_element
+from .sparse_attn import indexer_cache_bytes_per_token
 from .spec import LayerGroup, ModelSpec
 from .ssm import conv_state_values, recurrent_state_values
 
@@ -35,10 +39,21 @@ def kv_values_per_token_layer(m: ModelSpec) -> int:
     return 2 * m.num_kv_heads * m.head_dim
 
 
+def indexer_bytes_per_token_layer(m: ModelSpec) -> float:
+    """Bytes of DSA indexer key one token adds in one attention layer (0 without an indexer)."""
+    return 0.0 if m.indexer is None else indexer_cache_bytes_per_token(m.indexer)
+
+
 def kv_bytes_per_token(m: ModelSpec, kv_dtype: str = "bf16") -> float:
     """Bytes one token adds to the cache across all attention layers while the context is within every
-    window (0 for a model without attention)."""
-    return kv_values_per_token_layer(m) * bytes_per_element(kv_dtype) * m.num_attention_layers
+    window (0 for a model without attention), the DSA indexer's keys included."""
+    return (kv_values_per_token_layer(m) * bytes_per_element(kv_dtype)
+            + indexer_bytes_per_token_layer(m)) * (m.num_attention_layers - _kv_shared(m))
+
+
+def _kv_shared(m: ModelSpec) -> int:
+    """Attention layers that reuse another layer's KV cache (Gemma 3n), 0 elsewhere."""
+    return 0 if m.gemma3n is None else m.gemma3n.num_kv_shared
 
 
 def cached_tokens(group: LayerGroup, context):
@@ -53,8 +68,12 @@ def cached_tokens(group: LayerGroup, context):
 
 def kv_bytes_for_context(m: ModelSpec, context, kv_dtype: str = "bf16"):
     """Bytes of KV cache for one sequence of ``context`` tokens (scalar or array), all layers."""
-    per = kv_values_per_token_layer(m) * bytes_per_element(kv_dtype)
-    return sum(g.count * per * cached_tokens(g, context) for g in m.layers)
+    per = kv_values_per_token_layer(m) * bytes_per_element(kv_dtype) + indexer_bytes_per_token_layer(m)
+    own = sum(g.count * per * cached_tokens(g, context) for g in m.layers)
+    if m.gemma3n is None:
+        return own
+    return own - sum(c * per * cached_tokens(LayerGroup(count=1, attention=a, window=w), context)
+                     for a, w, c in m.gemma3n.kv_shared)
 
 
 def state_bytes_per_sequence(m: ModelSpec, dtype: str = "bf16", ssm_dtype: str | None = None,

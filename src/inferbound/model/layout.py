@@ -8,6 +8,8 @@ derives when the config has none; an explicit ``layer_types`` always wins):
 - ``qwen2_moe``: with ``use_sliding_window``, layers with (i+1) odd and i < ``max_window_layers``;
 - ``qwen3_moe``: with ``use_sliding_window``, every layer;
 - ``smollm3``: with ``use_sliding_window``, the NoPE layers (``no_rope_layers[i] == 0``);
+- ``olmo3`` (every 4th layer global), ``cohere2`` / ``exaone4`` (every ``sliding_window_pattern``-th,
+  default 4), ``cwm`` / ``granite_swa`` (layers i % 4 == 0 global): the rest slide (``PERIODIC``);
 - ``gemma2`` / ``gpt_oss``: even layers slide (i+1 odd); ``gemma3``: all but every
   ``sliding_window_pattern``-th layer (default 6: 5 local : 1 global);
 - ``llama4``: RoPE layers (``no_rope_layers[i] == 1``; absent, every ``no_rope_layer_interval``-th layer,
@@ -15,8 +17,9 @@ derives when the config has none; an explicit ``layer_types`` always wins):
 
 MoE rules (modeling files' decoder layers): ``mixtral``/``olmoe`` every layer; ``qwen2_moe``/``qwen3_moe``
 layer i unless in ``mlp_only_layers`` and when (i+1) % ``decoder_sparse_step`` == 0; ``deepseek``
-i >= ``first_k_dense_replace``; ``llama4`` ``moe_layers`` or (i+1) % ``interleave_moe_layer_step`` == 0;
-``gpt_oss`` every layer.
+i >= ``first_k_dense_replace``; for every rule an explicit ``mlp_layer_types`` (dense / sparse per layer) wins; ``llama4`` ``moe_layers`` or (i+1) % ``interleave_moe_layer_step`` == 0;
+``gpt_oss`` every layer; ``ernie4_5_moe``, ``hunyuan``, ``aria`` and ``afmoe``: see moe_layout; ``granitemoeshared`` every layer, plus one shared expert of
+``shared_intermediate_size`` when it is > 0 (GraniteMoeShared, GraniteMoeSWA).
 """
 from __future__ import annotations
 
@@ -24,6 +27,14 @@ from .spec import LayerGroup, MoE
 from .fields import sized
 from .validate import Reader
 
+#: (config key of the period or None, default period, offset): layer i is global where (i + offset) % period
+#: == 0, the others slide (the configuration files' __post_init__, transformers 5.24.0)
+PERIODIC = {"olmo3": (None, 4, 1), "cohere2": ("sliding_window_pattern", 4, 1),
+            "exaone4": ("sliding_window_pattern", 4, 1), "cwm": (None, 4, 0), "granite_swa": (None, 4, 0),
+            "afmoe": ("global_attn_every_n_layers", 4, 1)}
+#: families whose router stores an ``e_score_correction_bias`` buffer (E values per MoE layer)
+SCORE_CORRECTION_BIAS = ("deepseek_v3", "glm4_moe", "glm4_moe_lite", "dots1", "sarvam_mla", "sarvam_moe", "solar_open",
+                         "axk1", "exaone_moe")
 #: layer_types entries, legacy names included (transformers' _LEGACY_LAYER_TYPE_REMAP)
 ATTENTION_TYPES = {"full_attention": "full", "attention": "full", "sliding_attention": "window",
                    "chunked_attention": "chunked"}
@@ -96,6 +107,10 @@ def window_layout(r: Reader, fam: str, rule: str, n: int, defaults: dict,
         return [slide] * n
     if rule in ("gemma2", "gpt_oss"):
         return [slide if (i + 1) % 2 else ("full", None) for i in range(n)]
+    if rule in PERIODIC:
+        key, period, offset = PERIODIC[rule]
+        p = r.int(key, default=defaults.get(key, period), kind="layers") if key else period
+        return [("full", None) if (i + offset) % p == 0 else slide for i in range(n)]
     if rule == "gemma3":
         pattern = r.int("sliding_window_pattern", default=defaults["sliding_window_pattern"], kind="layers")
         return [slide if (i + 1) % pattern else ("full", None) for i in range(n)]
@@ -145,7 +160,9 @@ def moe_layout(r: Reader, fam: str, rule: str | None, n: int, d: int, defaults: 
         return no
     keys = {"mixtral": ("num_local_experts", "num_experts"), "olmoe": ("num_experts", "num_local_experts"),
             "qwen2_moe": ("num_experts", "num_local_experts"), "qwen3_moe": ("num_experts", "num_local_experts"),
-            "deepseek": ("n_routed_experts", "num_local_experts"), "llama4": ("num_local_experts",),
+            "deepseek": ("n_routed_experts", "num_local_experts", "num_experts"), "llama4": ("num_local_experts",),
+            "granitemoeshared": ("num_local_experts",), "ernie4_5_moe": ("moe_num_experts", "num_experts"),
+            "hunyuan": ("num_experts", "num_local_experts"), "aria": ("moe_num_experts",), "afmoe": ("num_experts",),
             "gpt_oss": ("num_local_experts", "num_experts")}[rule]
     n_exp = sized(r, fam, defaults, size_defaults, *keys, kind="experts")
     if n_exp == 0 and rule in ("qwen2_moe", "qwen3_moe"):
@@ -153,7 +170,7 @@ def moe_layout(r: Reader, fam: str, rule: str | None, n: int, d: int, defaults: 
     if n_exp < 2:
         raise r.error(r.key_of(*keys) or keys[0], n_exp, "is too few experts for a mixture of experts",
                       f"an integer >= 2 (model_type {fam!r} builds a router and experts)")
-    k = top_k(r, n_exp, "num_experts_per_tok", "experts_per_token")
+    k = top_k(r, n_exp, "num_experts_per_tok", "experts_per_token", "moe_k", "moe_topk")
     e = dict(num_experts=n_exp, top_k=k, expert_intermediate_size=ff)
     is_moe = lambda i: True  # noqa: E731
     if rule in ("qwen2_moe", "qwen3_moe"):
@@ -167,9 +184,13 @@ def moe_layout(r: Reader, fam: str, rule: str | None, n: int, d: int, defaults: 
         is_moe = lambda i: i not in dense_only and (i + 1) % step == 0  # noqa: E731
     elif rule == "deepseek":
         ff_e = sized(r, fam, defaults, size_defaults, "moe_intermediate_size")
-        n_sh = r.int("n_shared_experts", default=defaults.get("n_shared_experts", 0), kind="experts")
+        n_sh = r.int("n_shared_experts", "num_shared_experts", default=defaults.get("n_shared_experts", 0), kind="experts")
         e.update(expert_intermediate_size=ff_e, num_shared_experts=n_sh, shared_intermediate_size=ff_e if n_sh else 0,
-                 router_bias=fam in ("deepseek_v3", "glm4_moe"))
+                 router_bias=fam in SCORE_CORRECTION_BIAS)
+        if fam == "deepseek_v2" and n_sh and r.bool("mlp_bias", bool(defaults.get("mlp_bias", False))):
+            # DeepseekV2MLP takes bias=config.mlp_bias, the shared experts too: ONE MLP of n_shared x width
+            # (its biases are 2·n·ff + d, not n·(2·ff + d))
+            e.update(shared_expert_bias=True, num_shared_experts=1, shared_intermediate_size=ff_e * n_sh)
         first = r.int("first_k_dense_replace", default=defaults.get("first_k_dense_replace", 0), kind="layers", lo=0)
         freq = r.int("moe_layer_freq", default=1, kind="layers")
         if freq != 1:
@@ -190,4 +211,41 @@ def moe_layout(r: Reader, fam: str, rule: str | None, n: int, d: int, defaults: 
             is_moe = lambda i: (i + 1) % step == 0  # noqa: E731
     elif rule == "gpt_oss":
         e.update(expert_bias=True, router_bias=True)
+    elif rule == "ernie4_5_moe":
+        # Ernie4_5_MoeSparseMoeBlock: experts of moe_intermediate_size, ONE shared MLP of n_shared x that
+        # width with use_bias, moe_statics.e_score_correction_bias (E, a parameter); MoE where
+        # (i + 1) % moe_layer_interval == 0 and moe_layer_start_index <= i <= moe_layer_end_index (-1: last)
+        ff_e = sized(r, fam, defaults, size_defaults, "moe_intermediate_size")
+        n_sh = r.int("moe_num_shared_experts", default=defaults.get("moe_num_shared_experts", 0), kind="experts", lo=0)
+        e.update(expert_intermediate_size=ff_e, router_bias=True,
+                 shared_expert_bias=r.bool("use_bias", bool(defaults.get("use_bias", False))))
+        if n_sh:
+            e.update(num_shared_experts=1, shared_intermediate_size=ff_e * n_sh)
+        start = r.int("moe_layer_start_index", default=defaults.get("moe_layer_start_index", 0), kind="layers", lo=0)
+        end = r.raw.get("moe_layer_end_index", defaults.get("moe_layer_end_index", -1))
+        end = n - 1 if end == -1 else r.int("moe_layer_end_index", kind="layers", lo=0)
+        every = r.int("moe_layer_interval", default=defaults.get("moe_layer_interval", 1), kind="layers")
+        is_moe = lambda i: (i + 1) % every == 0 and start <= i <= end  # noqa: E731
+    elif rule == "hunyuan":  # HunYuanMoEV1Moe: every layer; experts and ONE shared MLP of intermediate_size
+        e.update(num_shared_experts=1, shared_intermediate_size=ff)
+    elif rule == "aria":  # AriaTextMoELayer: every layer; ONE shared MLP of n_shared x intermediate_size (mlp_bias)
+        n_sh = r.int("moe_num_shared_experts", default=defaults.get("moe_num_shared_experts", 0), kind="experts", lo=0)
+        if n_sh:
+            e.update(num_shared_experts=1, shared_intermediate_size=ff * n_sh,
+                     shared_expert_bias=r.bool("mlp_bias", bool(defaults.get("mlp_bias", False))))
+    elif rule == "afmoe":  # AfmoeSparseMoeBlock: ONE shared MLP of n x moe width, a stored expert_bias (E)
+        ff_e = sized(r, fam, defaults, size_defaults, "moe_intermediate_size")
+        n_sh = r.int("num_shared_experts", default=defaults.get("num_shared_experts", 0), kind="experts", lo=0)
+        e.update(expert_intermediate_size=ff_e, router_bias=True)
+        if n_sh:
+            e.update(num_shared_experts=1, shared_intermediate_size=ff_e * n_sh)
+        first = r.int("num_dense_layers", default=defaults.get("num_dense_layers", 0), kind="layers", lo=0)
+        is_moe = lambda i: i >= first  # noqa: E731
+    elif rule == "granitemoeshared":  # GraniteMoeSharedMLP: gated input_linear (2·sh) + output_linear, no bias
+        sh = r.int("shared_intermediate_size", default=defaults.get("shared_intermediate_size", 0), kind="width", lo=0)
+        if sh:
+            e.update(num_shared_experts=1, shared_intermediate_size=sh)
+    kinds = r.str_list("mlp_layer_types", length=n, allowed=("dense", "sparse"))
+    if kinds is not None:  # an explicit list wins (GLM-4.7-Flash glm4_moe_lite, Mellum, EXAONE-MoE)
+        is_moe = lambda i: kinds[i] == "sparse"  # noqa: E731
     return MoE(**e), is_moe, ff

@@ -5,8 +5,8 @@ in the bundled catalog or the local HuggingFace cache (never the network), a sho
 ``llama-3.3-70b``: ``variants.aliases``), or a variant id of a catalog model
 (``meta-llama/Llama-3.1-8B-Instruct``, ``nvidia/...-FP8``: rules in data/model_variants.yaml, the implied
 weight dtype noted in ``ModelSpec.quantization`` and ``ModelSpec.warnings``). A miss is refused with the
-closest ids and aliases (``variants.suggest``). A multimodal wrapper is read as its ``text_config``, with
-a warning naming the towers left out (``towers.py``).
+closest ids and aliases (``variants.suggest``). A multimodal wrapper is read as its ``text_config``; its
+towers are counted apart (``ModelSpec.towers``, ``towers.py``: in memory, priced per image) and named in a note.
 
 Interpretation is per family (``families.py``, ``hybrids.py``, every family in ``SUPPORTED``); every field
 is validated before use (``validate.py``): a bad value is a one-line :class:`ConfigError` naming the
@@ -29,11 +29,12 @@ from ..base.datafiles import data_yaml
 from .families import ALIASES, SUPPORTED, builders
 from .quant import implied_by_id, parse_quantization, published
 from .spec import ModelSpec
-from .towers import towers_note
+from .towers import read_towers
 from .validate import ConfigError, Reader
 from .variants import Variant, aliases, resolve_variant, suggest
 
-__all__ = ["ConfigError", "SUPPORTED", "alias_of", "catalog_files", "load_model", "parse_config", "resolve"]
+__all__ = ["ConfigError", "SUPPORTED", "alias_of", "catalog_files", "load_model", "parse_config", "refusal_reason",
+           "resolve"]
 
 _DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8"}
 
@@ -141,6 +142,24 @@ def _family_tables(family: str) -> tuple[dict, dict]:
     return dict(row.get("defaults") or {}), dict(row.get("size_defaults") or {})
 
 
+def refusal_reason(model_type: str) -> str | None:
+    """Why a model_type is refused by choice (data/refused_families.yaml: ``<group>: {<type>: <reason>}``),
+    or None when it is not listed."""
+    for group, rows in (data_yaml("refused_families.yaml") or {}).items():
+        if model_type in (rows or {}):
+            detail = rows[model_type]
+            return f"{group}" + (f": {detail}" if detail else "")
+    return None
+
+
+def _refuse_listed(name: str, model_type) -> None:
+    """A model_type listed in data/refused_families.yaml is refused in one line saying why."""
+    reason = refusal_reason(model_type) if isinstance(model_type, str) and model_type else None
+    if reason is not None:
+        raise ConfigError(f"model {name}: model_type={model_type!r} is refused: {reason} (data/refused_families.yaml;"
+                          f" to read it as a supported family anyway, pass assume_family / --assume-family NAME)")
+
+
 def _family(r: Reader, raw: dict, assume_family: str | None) -> str:
     if assume_family is not None and assume_family not in SUPPORTED:
         raise ConfigError(f"assume_family={assume_family!r} is not a supported family; allowed: "
@@ -152,6 +171,7 @@ def _family(r: Reader, raw: dict, assume_family: str | None) -> str:
     if family in SUPPORTED:
         return family
     if assume_family is None:
+        _refuse_listed(r.name, mt)
         what = "model_type is missing" if not mt else f"model_type={mt!r} is not a supported family"
         raise ConfigError(f"model {r.name}: {what}; supported: {', '.join(SUPPORTED)} "
                           f"(to read it as one of them, pass assume_family / --assume-family NAME)")
@@ -164,23 +184,23 @@ def _unwrap(r: Reader, raw: dict) -> dict:
     """The text config of a multimodal wrapper (Llama 4, Gemma 3, Mistral 3), keeping the wrapper's
     quantization_config and dtype; the wrapper's model_type names the family when the text config has none."""
     if "text_config" not in raw:
-        note = towers_note(raw, r.name)  # a vision_config beside top-level text fields, or a file's own list
-        return {**raw, "_towers_note": note} if note else raw
+        towers, note = read_towers(raw, r.name)  # a vision_config beside top-level text fields, or a file's own list
+        return {**raw, "_towers_note": note, "_towers": towers} if note else raw
     text = raw["text_config"]
     if not isinstance(text, dict):
         raise r.error("text_config", text, "is not an object", "a JSON object (the language model's config)")
     if "hidden_size" in raw and raw.get("hidden_size") is not None:
-        note = towers_note(raw, r.name)
-        return {**raw, "_towers_note": note} if note else raw
+        towers, note = read_towers(raw, r.name)
+        return {**raw, "_towers_note": note, "_towers": towers} if note else raw
     inner = dict(text)
     for key in ("quantization_config", "torch_dtype", "dtype", "_variant"):
         if key in raw and key not in inner:
             inner[key] = raw[key]
     if not inner.get("model_type") and isinstance(raw.get("model_type"), str):
         inner["model_type"] = ALIASES.get(raw["model_type"], raw["model_type"])
-    note = towers_note(raw, r.name)  # the vision / audio towers this count leaves out, said in one line
+    towers, note = read_towers(raw, r.name)  # the vision / audio towers (towers.py), said in one line
     if note:
-        inner["_towers_note"] = note
+        inner["_towers_note"], inner["_towers"] = note, towers
     return inner
 
 
@@ -189,10 +209,14 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
     """Interpret a HF config dict (text config of multimodal checkpoints is unwrapped)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"model {name}: config is a {type(raw).__name__}, expected a JSON object")
+    outer = raw.get("model_type")
+    if assume_family is None and ALIASES.get(outer, outer) not in SUPPORTED:
+        _refuse_listed(name, outer)  # a wrapper refused as a whole, before its text_config is read
     raw = _unwrap(Reader(raw, name), raw)
     raw = dict(raw)
     variant = raw.pop("_variant", None)
     towers = raw.pop("_towers_note", None)
+    counted_towers = raw.pop("_towers", ())
     spec_overrides, config_overrides = {}, {}
     for key, value in (overrides or {}).items():
         if key in ModelSpec.model_fields and key not in raw:
@@ -213,6 +237,7 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
     fields["quantization"] = parse_quantization(r, raw.get("quantization_config"), width)
     dt = raw.get("torch_dtype") or raw.get("dtype")
     fields["checkpoint_dtype"] = _DTYPES.get(dt) if isinstance(dt, str) else None
+    fields["towers"] = tuple(counted_towers)
     if isinstance(variant, dict):
         _apply_variant(r, fields, Variant(**{k: variant.get(k) for k in ("typed", "base", "dtype", "note")},
                                           dropped=tuple(variant.get("dropped") or ())))

@@ -5,14 +5,15 @@ device, tests/test_model_exact.py):
 
 - attention (per attention layer): q/k/v/o (+ biases), or MLA's low-rank projections with their two
   norms; GPT-2's cross-attention block (``add_cross_attention``) is a second one of the same shape
-  (q_attn d×d + c_attn d×2d + c_proj d×d, with biases) plus its LayerNorm; q/k norms (``head``: 2·head_dim; ``full``: (n_heads + n_kv)·head_dim; doubled for LayerNorm
-  with bias); gpt-oss sinks (n_heads); Qwen3-Next's output gate doubles q_proj;
+  (q_attn d×d + c_attn d×2d + c_proj d×d, with biases) plus its LayerNorm; DeepSeek-V3.2's DSA
+  indexer beside MLA (``sparse_attn.py``); q/k norms (``head``: 2·head_dim; ``full``: (n_heads + n_kv)·head_dim; doubled for LayerNorm
+  with bias; ``per_head``: (n_heads + n_kv)·head_dim weights, never a bias); gpt-oss sinks (n_heads); Qwen3-Next's output gate doubles q_proj;
 - state-space mixers (Mamba, Mamba-2, Gated DeltaNet): ``ssm.py``;
 - MLP (gated: 3·d·ff, plain: 2·d·ff, + biases); experts (E routed + shared, the shared ones with their
   own bias switch: Nemotron-H's shared expert follows ``mlp_bias``, its routed experts have none); router d·E (+E bias, or
   DeepSeek-V3's stored e_score_correction_bias), Qwen's shared-expert gate (d), Nemotron-H's latent
   projections (2·d·latent);
-- norms (d each, 2d for LayerNorm with bias), embeddings (vocab × width, learned positions), the LM head
+- norms (d each, 2d for LayerNorm with bias; BitNet's sub-norms d + MLP width per layer), embeddings (vocab × width, learned positions), the LM head
   (absent when tied; + vocab with a bias), OPT-350m's project_in/out (2·d·word_embed_proj_dim).
 
 "Active" counts what one token touches: all but the (E−k) routed experts it skips, and without the
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .kv_sharing import layer_extra_params, model_extra_params, per_layer_embedding_params, shared_layer_saving
+from .sparse_attn import indexer_params
 from .spec import LayerGroup, ModelSpec
 from .ssm import ssm_params
 
@@ -46,18 +49,21 @@ class ParamCount:
     position_embedding: int = 0
     ssm: int = 0
     embed_projection: int = 0
+    per_layer_embedding: int = 0   # Gemma 3n embed_tokens_per_layer (kv_sharing.py): a lookup table
+    layer_extras: int = 0          # Gemma 3n AltUp, LAuReL, per-layer input projections (kv_sharing.py)
 
     @property
     def total(self) -> int:
         """All parameters of the main model (the MTP module counted apart, as model cards do)."""
         return (self.embedding + self.lm_head + self.attention + self.ssm + self.dense_mlp
-                + self.routed_experts + self.shared_experts + self.router + self.norms + self.embed_projection)
+                + self.routed_experts + self.shared_experts + self.router + self.norms + self.embed_projection
+                + self.per_layer_embedding + self.layer_extras)
 
     @property
     def lookup_only(self) -> int:
         """Embedding parameters only read by row lookup: the token table when it is not tied to the
         LM head (a tied table is the unembedding matmul too), plus any learned position table."""
-        return self.position_embedding if self.tied else self.embedding
+        return (self.position_embedding if self.tied else self.embedding) + self.per_layer_embedding
 
     @property
     def active(self) -> float:
@@ -98,6 +104,8 @@ def qk_norm_params(m: ModelSpec) -> int:
         return 2 * norm_params(m, m.head_dim)
     if m.qk_norm == "full":
         return norm_params(m, m.num_heads * m.head_dim) + norm_params(m, m.num_kv_heads * m.head_dim)
+    if m.qk_norm == "per_head":  # StableLmLayerNormPerHead: LayerNorm(head_dim, bias=False) per head
+        return (m.num_heads + m.num_kv_heads) * m.head_dim
     return 0
 
 
@@ -113,7 +121,8 @@ def attention_params(m: ModelSpec) -> int:
             q = d * a.q_lora_rank + a.q_lora_rank * m.qkv_bias + a.q_lora_rank + a.q_lora_rank * h * qk
         kv = (d * (a.kv_lora_rank + a.qk_rope_head_dim) + (a.kv_lora_rank + a.qk_rope_head_dim) * m.qkv_bias
               + a.kv_lora_rank + a.kv_lora_rank * h * (a.qk_nope_head_dim + a.v_head_dim))
-        return q + kv + h * a.v_head_dim * d + d * m.out_bias
+        ix = indexer_params(m.indexer, d, a.q_lora_rank) if m.indexer is not None else 0  # DSA (sparse_attn.py)
+        return q + kv + h * a.v_head_dim * d + d * m.out_bias + ix
     q_out, kv_out = h * m.head_dim * (2 if m.attention_gate else 1), 2 * m.num_kv_heads * m.head_dim
     w = d * (q_out + kv_out) + h * m.head_dim * d
     return (w + (q_out + kv_out) * m.qkv_bias + d * m.out_bias + qk_norm_params(m)
@@ -144,7 +153,8 @@ def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
     d = m.hidden_size
     out = dict(attention=attention_params(m) * (1 + m.cross_attention) if g.has_attention else 0,
                ssm=ssm_params(m.ssm, d) if g.ssm_kind is not None else 0,
-               norms=norm_params(m) * (m.norms_per_layer + m.cross_attention))
+               norms=norm_params(m) * (m.norms_per_layer + m.cross_attention)
+               + (norm_params(m) + norm_params(m, m.intermediate_size)) * m.sub_norms)
     if g.moe:
         e = m.moe
         one = expert_params(m)
@@ -175,8 +185,14 @@ def count_params(m: ModelSpec) -> ParamCount:
     if m.mtp_layers:  # DeepSeek-V3 MTP: one decoder layer + eh_proj (2d x d) + enorm, hnorm, final norm
         body = moe_layer if moe_layer is not None else layer_params(m, LayerGroup(count=1))
         mtp = m.mtp_layers * (body.total + 2 * d * d + norm_params(m) * 3)
+    extra = {}
+    if m.gemma3n is not None:  # Gemma 3n: KV-sharing layers build no k/v projections; its extra modules
+        g3 = m.gemma3n
+        sums["attention"] -= g3.num_kv_shared * shared_layer_saving(d, m.num_kv_heads, m.head_dim, m.qkv_bias)
+        extra = dict(per_layer_embedding=per_layer_embedding_params(g3, m.num_layers),
+                     layer_extras=m.num_layers * layer_extra_params(g3, d) + model_extra_params(g3, d, m.num_layers))
     return ParamCount(
-        embedding=m.vocab_size * width + m.learned_positions * d,
+        embedding=m.vocab_size * width + m.learned_positions * d, **extra,
         lm_head=(0 if m.tie_embeddings else m.vocab_size * width) + m.vocab_size * m.lm_head_bias,
         mtp=mtp, tied=m.tie_embeddings, position_embedding=m.learned_positions * d, embed_projection=proj,
         **sums)

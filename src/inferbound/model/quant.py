@@ -12,7 +12,8 @@ Bits per weight include the scales (and zero points) stored with the quantized v
 - AWQ / GPTQ int-b with group size g (AutoAWQ ``gemm`` / AutoGPTQ packing): b bits, an fp16 scale and
   a b-bit packed zero point per group: b + (16 + b)/g (AWQ without zero point: b + 16/g). g = -1
   (per output channel) is taken as g = hidden_size.
-- compressed-tensors (llm-compressor, ``config_groups.*.weights``): ``num_bits`` b; strategy
+- compressed-tensors (llm-compressor, ``config_groups.*.weights``; the first group's scheme, a warning
+  when groups differ): ``num_bits`` b; strategy
   ``tensor`` b, ``channel`` b + 16/hidden_size, ``group``/``tensor_group`` b + s/g with s = 8 for 4-bit
   floats (NVFP4's FP8 E4M3 block scales) else 16, ``block`` b + 32/(bn·bk); asymmetric adds the zero
   point (b/g). ``ignore`` lists excluded modules; ``kv_cache_scheme`` the KV-cache format.
@@ -182,6 +183,12 @@ def _compressed_tensors(r, qc: dict, hidden: int) -> Quantization | None:
                       "compressed-tensors config_groups with a 'weights' scheme")
     scheme = next(iter(groups.values()))
     w = scheme.get("weights") if isinstance(scheme, dict) else None
+    others = {k: g.get("weights") for k, g in list(groups.items())[1:] if isinstance(g, dict) and g.get("weights") != w}
+    if others:  # e.g. int4 experts beside fp8 attention: one scheme sizes every quantized component (a stated guess)
+        first = next(iter(groups))
+        r.warn(f"compressed-tensors config_groups has {len(others) + 1} weight schemes ({first}: {w}; "
+               f"{', '.join(f'{k}: {v}' for k, v in others.items())}); every quantized component is sized at "
+               f"{first}'s, the targets of each group are not matched to components")
     if not isinstance(w, dict):
         raise r.error("quantization_config.config_groups", "<no weights scheme>", "has no weights entry",
                       "a group with 'weights': {num_bits, type, strategy}")

@@ -9,7 +9,8 @@ multiplied by the group's count.
 Per layer there is a *sequence mixer* (``LayerGroup.mixer``) and an optional MLP:
 
 - ``attention``: softmax attention over a KV cache (``attention`` says full / sliding window / chunked);
-- ``mamba`` (Mamba-1 selective scan), ``mamba2`` (Mamba-2 SSD), ``gated_deltanet`` (Gated DeltaNet):
+- ``mamba`` (Mamba-1 selective scan), ``mamba2`` (Mamba-2 SSD), ``gated_deltanet`` (Gated DeltaNet),
+  ``kda`` (Kimi Delta Attention), ``lightning`` (MiniMax's decayed linear attention), ``rwkv`` (RWKV-4's time and channel mixing):
   a recurrent state of fixed size per sequence, O(1) in context (``ModelSpec.ssm`` holds its shapes);
 - ``attention+mamba2``: both side by side on the same input (Falcon-H1's parallel hybrid);
 - ``none``: an MLP-only block (Nemotron-H's ``-`` and ``E`` blocks).
@@ -22,15 +23,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .quant import Quantization
+from .kv_sharing import Gemma3nSpec
+from .sparse_attn import SparseIndexer
 from .ssm import SSMSpec
+from .towers import Tower
 
 AttentionKind = Literal["full", "window", "chunked"]
-MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "attention+mamba2", "none"]
+MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "kda", "lightning", "rwkv",
+                    "attention+mamba2", "none"]
 #: mixers with softmax attention (and so a KV cache)
 ATTENTION_MIXERS = frozenset({"attention", "attention+mamba2"})
 #: mixers with a recurrent state, and which state-space layer they run
-SSM_OF_MIXER = {"mamba": "mamba", "mamba2": "mamba2", "gated_deltanet": "gated_deltanet",
-                "attention+mamba2": "mamba2"}
+SSM_OF_MIXER = {"mamba": "mamba", "mamba2": "mamba2", "gated_deltanet": "gated_deltanet", "lightning": "lightning",
+                "kda": "kda", "rwkv": "rwkv", "attention+mamba2": "mamba2"}
 
 
 class LayerGroup(BaseModel):
@@ -121,7 +126,9 @@ class ModelSpec(BaseModel):
 
     Extra fields beyond the usual shapes, each needed for an exact parameter count:
     ``qk_norm`` (``head``: a norm over head_dim on q and on k, Qwen3/Gemma-3; ``full``: over all q heads
-    and all k heads, OLMo-2/OLMoE/Cohere), ``attention_sinks`` (gpt-oss: one learned logit per head),
+    and all k heads, OLMo-2/OLMoE/Cohere; ``per_head``: a bias-free norm of its own per q and k head,
+    StableLM), ``attention_sinks`` (gpt-oss: one learned logit per head), ``sub_norms`` (BitNet: an RMSNorm
+    of width d before o_proj and one of the MLP width before down_proj, in every layer),
     ``attention_gate`` (Qwen3-Next: q_proj also emits a per-channel output gate, doubling its width),
     ``final_norm``/``embedding_norm`` (OPT-350m has no final norm, BLOOM normalizes its embeddings),
     ``word_embed_proj_dim`` (OPT-350m: 512-wide embeddings projected in and out of the 1024-wide model),
@@ -152,7 +159,7 @@ class ModelSpec(BaseModel):
     norms_per_layer: int = Field(default=2, ge=0)
     final_norm: bool = True
     embedding_norm: bool = False
-    qk_norm: Literal["none", "head", "full"] = "none"
+    qk_norm: Literal["none", "head", "full", "per_head"] = "none"
     attention_sinks: bool = False
     attention_gate: bool = False
     learned_positions: int = Field(default=0, ge=0, description="rows of a learned position embedding")
@@ -161,14 +168,18 @@ class ModelSpec(BaseModel):
     lm_head_bias: bool = Field(default=False, description="the LM head has a bias (GPT-J, Phi)")
     parallel_attention: bool = False
     cross_attention: bool = False
+    sub_norms: bool = Field(default=False, description="BitNet: attn_sub_norm (d) and ffn_sub_norm (MLP width)")
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
     mla: MLA | None = None
     ssm: SSMSpec | None = None
+    indexer: SparseIndexer | None = Field(default=None, description="DeepSeek-V3.2 DSA indexer (sparse_attn.py)")
+    gemma3n: Gemma3nSpec | None = Field(default=None, description="Gemma 3n KV sharing and extras (kv_sharing.py)")
     mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction layers, counted apart")
     max_position_embeddings: int | None = None
     quantization: Quantization | None = None
     checkpoint_dtype: str | None = Field(default=None, description="torch_dtype of the unquantized weights")
+    towers: tuple[Tower, ...] = Field(default=(), description="a multimodal checkpoint's counted towers (towers.py)")
     base_model: str | None = None
     warnings: tuple[str, ...] = ()
 
@@ -224,7 +235,7 @@ class ModelSpec(BaseModel):
         a state-space mixer instead of (or beside) attention.
         """
         if self.mla is not None:
-            kind = "MLA"
+            kind = "MLA" if self.indexer is None else f"MLA, sparse top-{self.indexer.topk}"
         elif self.num_kv_heads == self.num_heads:
             kind = "MHA"
         elif self.num_kv_heads == 1:

@@ -20,13 +20,38 @@ Hk key heads of width Dk, Hv value heads of width Dv, key width Kd = Hk·Dk, val
     in_proj_qkvz d×(2Kd + 2Vd) · in_proj_ba d×2Hv · conv1d (2Kd+Vd)×K, no bias · dt_bias, A_log: 2Hv
     · gated RMSNorm Dv · out_proj Vd×d
 
+**Lightning attention** (``MiniMaxLightningAttention``; Qin et al. 2024, Lightning Attention-2,
+arXiv:2401.04658; MiniMax-01 report arXiv:2501.08313), H heads of width P, decay block B = ``block_size``::
+
+    qkv_proj d×3HP · output_gate d×HP · RMSNorm HP · out_proj HP×d, no biases · persistent decay
+    buffers transformers keeps in the state dict: slope_rate H, query_decay and key_decay H·B each,
+    diagonal_decay H·B² (constants, not weights: ``lightning_buffer_values``)
+
+**Kimi Delta Attention** (``KimiLinearDeltaAttention``; Kimi Linear report, arXiv:2510.26692: Gated
+DeltaNet with a per-channel forget gate), H heads of width P, V = H·P::
+
+    q_proj, k_proj, v_proj d×V each · conv1d 3V×K, no bias · forget gate f_a d×P, f_b P×V, dt_bias V,
+    A_log H · b_proj d×H · output gate g_a d×P, g_b P×V · gated RMSNorm P · o_proj V×d
+
+**RWKV-4** (``RwkvSelfAttention`` + ``RwkvFeedForward``; Peng et al. 2023, arXiv:2305.13048), hidden d,
+attention width A = ``attention_hidden_size``, channel-mix width F = ``intermediate_size``::
+
+    time mixing: time_decay, time_first 2A · time_mix_key/value/receptance 3d · key, value, receptance
+    d×A each · output A×d; channel mixing: time_mix_key/receptance 2d · key d×F · receptance d×d ·
+    value F×d; no biases (the block's two LayerNorms and the first block's pre_ln are the model's norms)
+
 **State per sequence and layer** (fixed, O(1) in context; what vLLM's ``MambaStateShapeCalculator``
 allocates, vllm/model_executor/layers/mamba/mamba_utils.py):
 
 - convolution: the last K−1 inputs of the causal conv, (K−1)·conv_dim values (conv_dim: E, C or
   2Kd+Vd). transformers' cache keeps K columns instead (``LinearAttentionLayer.conv_states``): pass
   ``full_conv_window=True`` to count that way;
-- recurrent: Mamba-1 E·N, Mamba-2 H·P·N, Gated DeltaNet Hv·Dk·Dv values.
+- recurrent: Mamba-1 E·N, Mamba-2 H·P·N, Gated DeltaNet Hv·Dk·Dv, Kimi Delta Attention H·P·P (conv over
+  3V channels), lightning attention H·P·P values (the
+  decayed Σ kᵀv, ``MiniMaxCache.linear_cache``); lightning attention has no convolution;
+- RWKV-4: the token shift keeps the previous token's input of time mixing and of channel mixing (2·d,
+  counted as its "conv" state: a width-2 shift), and the WKV recurrence its numerator, denominator and
+  running maximum (3·A values, float32 in transformers' ``RwkvModel``: ``state_dtype`` fp32).
 
 The recurrent state may be kept at a wider dtype than the conv state (vLLM ``mamba_ssm_cache_dtype``;
 Nemotron-H configs ask for float32): ``ssm_dtype``.
@@ -89,15 +114,63 @@ class DeltaNetSpec(BaseModel):
     state_dtype: str | None = None
 
 
-SSMSpec = Annotated[Union[MambaSpec, Mamba2Spec, DeltaNetSpec], Field(discriminator="kind")]
+class LightningSpec(BaseModel):
+    """Lightning (decayed linear) attention mixer (MiniMax-Text-01)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["lightning"] = "lightning"
+    num_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    block_size: int = Field(ge=1, description="decay block B of the prefill's blockwise form")
+    state_dtype: str | None = None
+
+
+class KDASpec(BaseModel):
+    """Kimi Delta Attention mixer (Kimi-Linear)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["kda"] = "kda"
+    num_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    d_conv: int = Field(ge=1)
+    state_dtype: str | None = None
+
+
+class RWKVSpec(BaseModel):
+    """RWKV-4 time mixing (WKV) + channel mixing, the whole block but its norms."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["rwkv"] = "rwkv"
+    hidden_size: int = Field(ge=1)
+    attention_size: int = Field(ge=1)
+    ffn_size: int = Field(ge=1)
+    state_dtype: str | None = None
+
+
+SSMSpec = Annotated[Union[MambaSpec, Mamba2Spec, DeltaNetSpec, KDASpec, LightningSpec, RWKVSpec], Field(discriminator="kind")]
+
+
+def lightning_buffer_values(s) -> int:
+    """Values of a lightning layer's persistent decay buffers: H + 2·H·B + H·B² (0 for other mixers)."""
+    if s.kind != "lightning":
+        return 0
+    h, b = s.num_heads, s.block_size
+    return h + 2 * h * b + h * b * b
 
 
 def conv_dim(s) -> int:
-    """Channels of the causal depthwise convolution."""
+    """Channels of the causal depthwise convolution (0: lightning attention has none)."""
+    if s.kind in ("lightning", "rwkv"):
+        return 0
     if s.kind == "mamba":
         return s.d_inner
     if s.kind == "mamba2":
         return s.d_inner + 2 * s.n_groups * s.d_state
+    if s.kind == "kda":
+        return 3 * s.num_heads * s.head_dim
     return 2 * s.num_k_heads * s.head_k_dim + s.num_v_heads * s.head_v_dim
 
 
@@ -112,17 +185,37 @@ def ssm_params(s, d: int) -> int:
         proj = 2 * e + 2 * s.n_groups * s.d_state + h
         return (d * proj + proj * s.in_proj_bias + c * s.d_conv + c * s.conv_bias + 3 * h
                 + e * s.gated_norm + e * d + d * s.out_proj_bias)
+    if s.kind == "kda":
+        p, h = s.head_dim, s.num_heads
+        v = h * p
+        return (3 * d * v + 3 * v * s.d_conv + (d * p + p * v + v + h) + d * h + (d * p + p * v) + p + v * d)
+    if s.kind == "rwkv":
+        a, f = s.attention_size, s.ffn_size
+        return 2 * a + 3 * d + 3 * d * a + a * d + 2 * d + d * f + d * d + f * d
+    if s.kind == "lightning":
+        hp = s.num_heads * s.head_dim
+        return d * 3 * hp + d * hp + hp + hp * d + lightning_buffer_values(s)
     kd, vd, hv = s.num_k_heads * s.head_k_dim, s.num_v_heads * s.head_v_dim, s.num_v_heads
     return d * (2 * kd + 2 * vd) + d * 2 * hv + conv_dim(s) * s.d_conv + 2 * hv + s.head_v_dim + vd * d
 
 
 def conv_state_values(s, full_conv_window: bool = False) -> int:
     """Values of one layer's conv state: (K−1)·conv_dim (engines), K·conv_dim (transformers)."""
+    if s.kind == "lightning":
+        return 0
+    if s.kind == "rwkv":  # the two token-shift states
+        return 2 * s.hidden_size
     return (s.d_conv if full_conv_window else s.d_conv - 1) * conv_dim(s)
 
 
 def recurrent_state_values(s) -> int:
-    """Values of one layer's recurrent state: E·N, H·P·N or Hv·Dk·Dv."""
+    """Values of one layer's recurrent state: E·N, H·P·N, Hv·Dk·Dv or H·P·P."""
+    if s.kind == "lightning":
+        return s.num_heads * s.head_dim * s.head_dim
+    if s.kind == "rwkv":
+        return 3 * s.attention_size
+    if s.kind == "kda":
+        return s.num_heads * s.head_dim * s.head_dim
     if s.kind == "mamba":
         return s.d_inner * s.d_state
     if s.kind == "mamba2":

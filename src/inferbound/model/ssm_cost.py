@@ -29,6 +29,22 @@ Dk×Dv state S): decode S ← α·S (Dk·Dv), S·k (2·Dk·Dv), S += β(v − S�
 Q·S and the state update (6·Dk·Dv): 2·C·(3·Dk + 2·Dv) + 2·C²/3 + 6·Dk·Dv. (Leading terms; gating
 exponentials and normalisations are O(Dk + Dv) per token and left out.)
 
+**Kimi Delta Attention** (Kimi Linear report, arXiv:2510.26692): the Gated DeltaNet recurrence with a
+per-channel instead of per-head decay (diag(α)·S costs the same Dk·Dv), per head of width P with a P×P
+state: the Gated DeltaNet counts above with Hv = H, Dk = Dv = P (chunk C = 64, the same
+flash-linear-attention chunked kernel family).
+
+**Lightning attention** (Qin et al. 2024, Lightning Attention-2, arXiv:2401.04658, Alg. 1; the form
+``MiniMaxLightningAttention.forward`` runs, per head of width P with a P×P state S, decay block B):
+decode S ← λ·S + kᵀv (3·P²), o = q·S (2·P²): 5·P². Prefill, per token of a block of q = min(B, T):
+intra-block Q·Kᵀ and its product with V (4·q·P), inter-block (Q·decay)·S (2·P²) and the state update
+(K·decay)ᵀ·V (2·P²): 4·q·P + 4·P² (the decay masks are O(q) per token and left out). No convolution.
+
+**RWKV-4 WKV** (Peng et al. 2023, arXiv:2305.13048, eq. 16-17 in the log-space form of transformers'
+``rwkv_linear_attention_cpu``), per channel of A and token: output (max, 2 exponentials, a/b: ~10
+FLOPs) and state update (the same again): 20·A, plus the token shift's mixes x·μ + x₋₁·(1 − μ) of five
+inputs (3 FLOPs each on d channels): 15·d. Sequential in tokens: prefill and decode cost alike.
+
 **Bytes** (per layer): the state is read at the start of a step when the sequence has history
 (past > 0) and written at the end: (1 + [past > 0]) · (conv state + recurrent state) per sequence; the
 scan kernel streams its per-token inputs and output through HBM once (Mamba-1: x, Δ, z, y of width E and
@@ -64,6 +80,8 @@ class MixerCost:
 
 
 def conv_flops_per_token(s) -> float:
+    if s.kind in ("lightning", "rwkv"):  # no causal convolution (RWKV's token shift: scan_flops_per_token)
+        return 0.0
     return 2.0 * s.d_conv * conv_dim(s)
 
 
@@ -78,7 +96,17 @@ def scan_flops_per_token(s, new=1) -> object:
         prefill = 2 * q * (n + p) + 4 * n * p + 2 * n * p / q
         decode = 5.0 * n * p
         return h * (np.where(new > 1, prefill, decode) + p)
-    dk, dv, hv, c = s.head_k_dim, s.head_v_dim, s.num_v_heads, GDN_CHUNK
+    if s.kind == "rwkv":
+        return np.full(new.shape, 20.0 * s.attention_size + 15.0 * s.hidden_size)
+    if s.kind == "lightning":
+        p = float(s.head_dim)
+        q = np.minimum(float(s.block_size), np.maximum(new, 1.0))
+        return s.num_heads * np.where(new > 1, 4 * q * p + 4 * p * p, 5.0 * p * p)
+    if s.kind == "kda":
+        dk = dv = s.head_dim
+        hv, c = s.num_heads, GDN_CHUNK
+    else:
+        dk, dv, hv, c = s.head_k_dim, s.head_v_dim, s.num_v_heads, GDN_CHUNK
     q = np.minimum(float(c), np.maximum(new, 1.0))
     prefill = 2 * q * (3 * dk + 2 * dv) + 2 * q * q / 3 + 6 * dk * dv
     return hv * np.where(new > 1, prefill, 7.0 * dk * dv)
@@ -90,6 +118,12 @@ def stream_values_per_token(s) -> int:
         return 4 * s.d_inner + 2 * s.d_state
     if s.kind == "mamba2":
         return 3 * s.d_inner + 2 * s.n_groups * s.d_state + s.n_heads
+    if s.kind == "lightning":  # q, k, v in, o out
+        return 4 * s.num_heads * s.head_dim
+    if s.kind == "rwkv":  # k, v, r in, wkv out
+        return 4 * s.attention_size
+    if s.kind == "kda":  # q, k, v, the per-channel decay and the output gate of width V, o, β per head
+        return 6 * s.num_heads * s.head_dim + s.num_heads
     kd, vd = s.num_k_heads * s.head_k_dim, s.num_v_heads * s.head_v_dim
     return 2 * kd + 3 * vd + 2 * s.num_v_heads
 

@@ -18,7 +18,7 @@ from .quant import Quantization
 from .spec import ModelSpec
 
 COMPONENTS = ("embedding", "lm_head", "attention", "ssm", "dense_mlp", "routed_experts", "shared_experts",
-              "router", "norms", "embed_projection")
+              "router", "norms", "embed_projection", "per_layer_embedding", "layer_extras")
 
 
 def weight_bytes_by_component(m: ModelSpec, default_dtype: str = "bf16",

@@ -13,7 +13,10 @@ step's sums (decode pairs, prefill pairs, cached tokens read, new tokens, sample
 attention group. The decode kernel's batch is not among the sums: it is taken as D = min(sampled,
 new tokens) when the step has decodes (exact for decode-only steps, where every sequence adds one token
 and samples; a mixed step counts its P prefill chunks as decodes too, P·per-sequence cost, a few
-microseconds), and the prefill kernel's query tokens as new tokens − D.
+microseconds), and the prefill kernel's query tokens as new tokens − D. A speculative verify pass
+(step/speculative.py) adds a fourth sum, the decodes' query tokens beyond one per sequence E: its
+decodes are priced by the decode kernel with q = 1 + E/D queries each (D = min(sampled, tokens) − E,
+pricing/kernels/loadattention.verify_part), not as prefill chunks.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from ..base.dtypes import bytes_per_element
 from ..model.kv import kv_values_per_token_layer
 from ..model.spec import LayerGroup, ModelSpec
 from .op import Op, _act_bytes, _group_label
+from .sparse_attn import sparse_kind, sparse_ops
 
 
 def _chunk_prefix(x, chunk: int):
@@ -76,8 +80,10 @@ def kind_of(g: LayerGroup) -> tuple[str, int | None]:
 
 
 def attention_kinds(m: ModelSpec) -> list[tuple[str, int | None]]:
-    """Distinct attention kinds of a model's attention layers, in first-seen order."""
-    return list(dict.fromkeys(kind_of(g) for g in m.layers if g.has_attention))
+    """Distinct attention kinds of a model's attention layers, in first-seen order; with a DSA indexer
+    also the top-k kind its MLA attends under (sparse_attn.py)."""
+    kinds = list(dict.fromkeys(kind_of(g) for g in m.layers if g.has_attention))
+    return kinds + [sparse_kind(m)] if m.indexer is not None and kinds else kinds
 
 
 def sequence_attention(kind: tuple[str, int | None], past, new, xp=np):
@@ -109,7 +115,7 @@ def attention_shape(m: ModelSpec, par: Parallelism):
 
 
 def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, decode_pairs, prefill_pairs,
-                 cached, tokens, sampled=None) -> Op:
+                 cached, tokens, sampled=None, extra_queries=None) -> Op:
     """The attention kernel of ``g.count`` layers of one kind, per GPU, from what its sequences add up to.
 
     ``decode_pairs`` / ``prefill_pairs``: query-key pairs of decoding sequences and of prefill chunks
@@ -117,6 +123,9 @@ def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, deco
     ``tokens``: new tokens; all per attention group. FLOPs 2·h_loc·(d_qk + d_v) per pair (QKᵀ and PV);
     it reads the cached K and V (or MLA latent) and reads/writes the attention output. ``sampled``: the
     sequences that sample (None: as many as new tokens, a decode-only step), for the kernel shape.
+    ``extra_queries``: the decodes' query tokens beyond one per sequence (a speculative verify pass of k + 1
+    tokens per sequence read like a decode: step/speculative.py), the load's sixth entry when given; the
+    decode kernel then has D = min(sampled, tokens) − extra_queries sequences.
     """
     h_loc, dqk_d, dv_d, dqk_p, dv_p, kv_vals, out_width = attention_shape(m, par)
     ab = _act_bytes(dt)
@@ -125,7 +134,8 @@ def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, deco
     shape = {"attention": {"mla": m.mla is not None, "heads": h_loc, "kv_heads": kv_heads, "d_dec": (dqk_d, dv_d),
                            "d_pre": (dqk_p, dv_p), "token_bytes": kv_vals * kvb, "kv_dtype": dt.kv_dtype,
                            "window": float(g.window or 0) if g.attention != "full" else 0.0},
-             "load": (decode_pairs, prefill_pairs, cached, tokens, tokens if sampled is None else sampled)}
+             "load": (decode_pairs, prefill_pairs, cached, tokens, tokens if sampled is None else sampled)
+             + (() if extra_queries is None else (extra_queries,))}
     return Op("attention", "attention", g.count,
               flops=2 * h_loc * ((dqk_d + dv_d) * decode_pairs + (dqk_p + dv_p) * prefill_pairs),
               act_bytes=2 * tokens * out_width / par.tp * ab, kv_bytes=cached * kv_vals * kvb, group=_group_label(g),
@@ -135,18 +145,24 @@ def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, deco
 def attention_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, layers: list[LayerGroup], per_kind: dict,
                   tokens, sampled=None) -> list[Op]:
     """One attention op per layer group of ``layers``, from the step's sums per attention kind
-    (``per_kind[kind] = (decode_pairs, prefill_pairs, cached)``, replica-wide), its ``tokens`` and its
-    ``sampled`` sequences (None: as many as tokens)."""
+    (``per_kind[kind] = (decode_pairs, prefill_pairs, cached[, extra decode queries])``, replica-wide: the
+    fourth entry only for a speculative verify pass, attention_op), its ``tokens`` and its ``sampled``
+    sequences (None: as many as tokens)."""
     groups = par.attention_groups
     smp = None if sampled is None else np.asarray(sampled, dtype=float) / groups
     ops = []
     for g in layers:
         if not g.has_attention:
             continue
-        dec, pre, cached = per_kind[kind_of(g)]
+        if m.indexer is not None:  # DSA: the indexer over every token, then MLA over the top-k
+            ops.extend(sparse_ops(m, g, dt, par, per_kind, groups, lambda d, p, c, x, g=g: attention_op(
+                m, g, dt, par, d, p, c, np.asarray(tokens, dtype=float) / groups, smp, x), kind_of(g)))
+            continue
+        dec, pre, cached, *extra = per_kind[kind_of(g)]
         ops.append(attention_op(m, g, dt, par, np.asarray(dec, dtype=float) / groups,
                                 np.asarray(pre, dtype=float) / groups, np.asarray(cached, dtype=float) / groups,
-                                np.asarray(tokens, dtype=float) / groups, smp))
+                                np.asarray(tokens, dtype=float) / groups, smp,
+                                np.asarray(extra[0], dtype=float) / groups if extra else None))
     return ops
 
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..deploy.config import Dtypes, Parallelism
+from ..deploy.eplb import expert_slots, moe_imbalance
 from ..base.dtypes import bytes_per_element, component_weight_bytes
 from ..model.params import attention_params, expert_params, mlp_params, router_params
-from ..model.ssm import ssm_params
+from ..model.ssm import lightning_buffer_values, ssm_params
 from ..model.spec import LayerGroup, ModelSpec
 from .attention import attention_shape
+from .gemma3n import layer_extra_ops, model_extra_ops
 from .op import Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce, gemm_shape, weight_format
 
 
@@ -75,7 +77,7 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
                       group=label, shape=gemm_shape(dt, "attention", tokens, (d, o_params / tp / d))))
         ops.extend(_tp_reduce("attn", g, par, tokens * d * cb, label))
     if g.ssm_kind is not None:  # --- state-space projections (the scan itself: operators_ssm)
-        p = ssm_params(m.ssm, d) / tp
+        p = (ssm_params(m.ssm, d) - lightning_buffer_values(m.ssm)) / tp  # decay constants are no GEMM
         ops.append(Op("ssm_proj", "gemm", g.count, flops=2 * tokens * p,
                       weight_bytes=p * component_weight_bytes(dt, "ssm"),
                       act_bytes=tokens * (2 * d + 2 * p / d) * ab, group=label,
@@ -97,6 +99,8 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
                       shape=gemm_shape(dt, "dense_mlp", t_mlp, *_mlp_gemms(d, m.intermediate_size / sh, m.gated_mlp))))
         ops.extend(_dp_reduce_scatter("mlp", g, par, t_mlp * d * cb, label) if gathered
                    else _tp_reduce("mlp", g, par, tokens * d * cb, label))
+
+    ops.extend(layer_extra_ops(m, g, dt, tokens))  # Gemma 3n AltUp / LAuReL / per-layer input (gemma3n.py)
 
     # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
     elems = tokens * d * (m.norms_per_layer + 1)
@@ -134,8 +138,9 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     """Router, routed experts (TP- or EP-sharded), shared experts and their collectives.
 
     The MoE layer sees every token of its group: T_moe = T·(attention groups). Each GPU of the group
-    holds E/ep experts, each split over expert_tp = group/ep GPUs. Per GPU: FLOPs
-    2·T_moe·k·P_e/group·imbalance; weights read: experts touched by T_moe tokens / ep, /expert_tp.
+    holds (E + N)/ep experts (N redundant EPLB copies, deploy/eplb.py), each split over expert_tp = group/ep
+    GPUs. Per GPU: FLOPs 2·T_moe·k·P_e/group·imbalance (imbalance: eplb.moe_imbalance); weights read: experts
+    touched by T_moe tokens ·(E + N)/E (the copies of a hot expert are each read) / ep, /expert_tp.
     EP moves token copies with an all-to-all dispatch and combine of (T_moe/ep)·k·d values per GPU.
     Attention data parallel without EP (``dp_gathered_mlp``): an all-gather of T_moe·d values before the
     router, router and shared experts on all T_moe tokens (shared experts split tp·dp ways), and one
@@ -147,7 +152,8 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     ops: list[Op] = []
     group = par.moe_group
     t_moe = tokens * par.attention_groups
-    imb = imbalance if par.ep > 1 else 1.0
+    imb = moe_imbalance(par, imbalance)  # 1 without EP; EPLB's residual with redundant experts (deploy/eplb.py)
+    slots = expert_slots(e.num_experts, par.redundant_experts)  # E + N physical experts (EPLB copies)
     gathered = par.dp_gathered_mlp  # the layer runs on every group's T_moe tokens (SGLang DP attention, MoE TP)
     t_in = t_moe if gathered else tokens
     if gathered:
@@ -159,20 +165,28 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
                   shape=gemm_shape(dt, None, t_in, (router / d, d))))
     per_expert = expert_params(m)
     width = e.latent_size or d  # Nemotron-H latent MoE: experts read a narrower projection
-    touched = experts_touched(t_moe, e.num_experts, e.top_k)
+    touched = experts_touched(t_moe, e.num_experts, e.top_k) * slots / e.num_experts  # copies of hot experts too
     if par.ep > 1:
         a2a = t_moe / par.ep * e.top_k * d * cb
-        ops.append(_collective("moe_dispatch_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
+        dispatch = _collective("moe_dispatch_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label)
+        if par.ep_a2a == "deepep":  # once per remote node (pricing/comm.py all_to_all): the routing it needs
+            dispatch.comm["node_dedup"] = (float(e.num_experts), float(e.top_k))
+        ops.append(dispatch)
     ops.append(Op("experts", "gemm", g.count, flops=2 * t_moe * e.top_k * per_expert / group * imb,
                   weight_bytes=touched / par.ep * per_expert / par.expert_tp * component_weight_bytes(dt, "routed_experts"),
                   act_bytes=t_moe * e.top_k / par.ep * imb * (2 * width + 2 * e.expert_intermediate_size / par.expert_tp) * ab,
                   group=label, shape={"moe": {"tokens": t_moe, "hidden": float(width),
                                               "inter": float(e.expert_intermediate_size), "topk": float(e.top_k),
-                                              "experts": float(e.num_experts), "tp": float(par.expert_tp),
-                                              "ep": float(par.ep), "gated": bool(m.gated_mlp), "imbalance": imb},
+                                              "experts": float(slots), "tp": float(par.expert_tp),
+                                              "ep": float(par.ep), "gated": bool(m.gated_mlp), "imbalance": imb,
+                                              # share of T_moe this GPU routes and permutes (its own T under
+                                              # attention-DP EP; all of T_moe otherwise)
+                                              "routed_share": 1.0 if gathered else 1.0 / par.attention_groups},
                                       **weight_format(dt, "routed_experts")}))
     if par.ep > 1:
-        ops.append(_collective("moe_combine_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label))
+        combine = _collective("moe_combine_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label)
+        combine.comm.update({k: v for k, v in dispatch.comm.items() if k == "node_dedup"})
+        ops.append(combine)
         if par.expert_tp > 1:
             ops.append(_collective("expert_all_reduce", "all_reduce", g.count, t_moe / par.ep * e.top_k * d * cb,
                                    "expert_tp", par.expert_tp, label))
@@ -212,6 +226,7 @@ def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[La
         if par.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
             ops.append(_collective("embedding_all_reduce", "all_reduce", 1, tokens * d * _comm_bytes(dt), "tp",
                                    par.tp, ""))
+        ops.extend(model_extra_ops(m, dt, tokens))  # Gemma 3n per-layer embeddings and projections
     for g in (_merged_groups(m) if layers is None else layers):
         ops.extend(layer_ops(m, g, dt, par, tokens, moe_imbalance))
     if last:

@@ -38,6 +38,8 @@ def in_order(body: list, att: list, scans: list, name=lambda x: x.name) -> list:
         ops.append(op)
         if name(op) == "attn_qkv":
             ops.append(next(att))
+            if name(ops[-1]) == "indexer":  # DSA: the indexer's op precedes its layer's attention
+                ops.append(next(att))
         elif name(op) == "ssm_proj":
             ops.append(next(scans))
     return ops

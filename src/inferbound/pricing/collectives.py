@@ -14,7 +14,8 @@ On a PCIe machine (no NVLink) a group of n > 2 GPUs uses the measured two-GPU cu
 α·log2(n)): the measured 8x L40S box's bus bandwidth collapses at n = 4 and 8 (0.16 and 0.05 of the
 PCIe rate; docs/kernels.md), which is that box's host-bridge topology (no peer-to-peer path between the
 CPU sockets), not the link's; a PCIe switch with peer-to-peer runs the ring at about the pair's rate.
-A calibration's ``kernel_factors["collective"]`` multiplies curve times. Groups spanning islands or
+A calibration's ``kernel_factors["collective"]`` multiplies curve times. A what-if GPU's scaled link
+(``--gpu-scale link_bw=4``) multiplies the curves' bus bandwidths β, β_b (hardware/whatif.link_scale); α stays. Groups spanning islands or
 machines, forced algorithms (``collective_algo``), p2p sends and GPUs without collective curves use the
 alpha-beta model of comm.py on the catalog's links.
 """
@@ -25,6 +26,7 @@ import numpy as np
 from .comm import collective_time
 from ..deploy.config import Parallelism
 from ..hardware import GPU
+from ..hardware.whatif import link_scale
 from .kernels import comm as _kc
 from ..deploy.deployment import gpu_key
 from ..deploy.engines import profile_of
@@ -54,6 +56,7 @@ class CommPricer:
         self.factor = float((calibration.kernel_factors if calibration is not None else {}).get("collective", 1.0))
         self.custom = _custom_policy(key)
         self.engine = self.kernels.engine
+        self.link_scale = link_scale(gpu)   # what-if link: the curves' bandwidth terms scaled (whatif.py)
         self._cache: dict = {}
 
     def placement(self, group: str, size: int):
@@ -67,7 +70,12 @@ class CommPricer:
         by_n = by_algo.get(algo)
         if by_n and not self.gpu.nvlink and n > 2 and 2 in by_n:   # PCIe: the pair's curve (docstring)
             by_n = {2: by_n[2]}
-        return _kc.pick_curve(by_n, n) if by_n else None
+        if not by_n:
+            return None
+        p, alpha, extrapolated = _kc.pick_curve(by_n, n)
+        if self.link_scale != 1.0:
+            p = {**p, "busbw": p["busbw"] * self.link_scale, "busbw_b": p["busbw_b"] * self.link_scale}
+        return p, alpha, extrapolated
 
     def curve_time(self, kind: str, nbytes, pl):
         """(seconds, algorithm) from the measured curves, or None where they do not apply."""
@@ -104,7 +112,7 @@ class CommPricer:
         if hit is not None:
             return hit[0], f"{hit[1]} (measured curve) over {links} ({c['group']}={c['size']})"
         algo = self.par.collective_algo if c["kind"] == "all_reduce" else "auto"
-        t, name = collective_time(c["kind"], c["bytes"], pl, self.gpu, algo)
+        t, name = collective_time(c["kind"], c["bytes"], pl, self.gpu, algo, c.get("node_dedup"))
         return t, f"{name} over {links} ({c['group']}={c['size']})"
 
 

@@ -104,14 +104,36 @@ def all_gather(S, pl: Placement, gpu: GPU):
     return _gather_flat(S, pl.size, pl.inner), "ring"
 
 
-def all_to_all(S, pl: Placement, gpu: GPU):
-    """(time, algorithm) of an all-to-all in which each rank holds S bytes spread over all ranks."""
+def remote_node_share(experts: float, topk: float, nodes: int) -> float:
+    """Share of a token's k expert copies that crosses the network when it is sent once per remote node
+    (DeepEP normal kernels): a token's k experts, drawn uniformly among E spread evenly over N nodes, miss a
+    node with probability P = Π_{i<k} (E − E/N − i)/(E − i), so it reaches (N − 1)(1 − P) remote nodes on
+    average, (N − 1)(1 − P)/k of its k copies' bytes."""
+    per = experts / nodes
+    miss = 1.0
+    for i in range(int(topk)):
+        miss *= max(experts - per - i, 0.0) / (experts - i)
+    return (nodes - 1) * (1.0 - miss) / topk
+
+
+def all_to_all(S, pl: Placement, gpu: GPU, node_dedup: tuple | None = None):
+    """(time, algorithm) of an all-to-all in which each rank holds S bytes spread over all ranks.
+
+    ``node_dedup`` = (E, k): the MoE dispatch/combine of DeepEP's normal kernels (github.com/deepseek-ai/DeepEP
+    README, "normal kernels": NVLink-to-RDMA forwarding; SGLang --deepep-mode normal): a token's data crosses
+    the network once per remote node, S·remote_node_share(E, k, nodes) bytes, and is forwarded inside the
+    node over NVLink, (local − 1)/local of S; the slower leg sets the time."""
     S = np.asarray(S, dtype=float)
     n = pl.size
     if n <= 1:
         return np.zeros_like(S), "none"
     if pl.spans == 1:
         return _gather_flat(S, n, pl.inner), "pairwise"
+    if node_dedup is not None:
+        share = remote_node_share(node_dedup[0], node_dedup[1], pl.spans)
+        local = (pl.local - 1) / pl.local * S / pl.inner.effective_bw + (pl.local - 1) * pl.inner.latency
+        remote = share * S / pl.outer.effective_bw + (pl.spans - 1) * pl.outer.latency
+        return np.maximum(local, remote), "deepep node-dedup"
     local = (pl.local - 1) / n * S / pl.inner.effective_bw + (pl.local - 1) * pl.inner.latency
     remote = (n - pl.local) / n * S / pl.outer.effective_bw + (pl.spans - 1) * pl.outer.latency
     return np.maximum(local, remote), "hierarchical-pairwise"
@@ -122,14 +144,14 @@ def p2p(S, link: Link):
     return link.latency + np.asarray(S, dtype=float) / link.effective_bw, "p2p"
 
 
-def collective_time(kind: str, S, pl: Placement, gpu: GPU, algo: str = "auto"):
-    """Dispatch by collective kind; returns (seconds, algorithm label)."""
+def collective_time(kind: str, S, pl: Placement, gpu: GPU, algo: str = "auto", node_dedup: tuple | None = None):
+    """Dispatch by collective kind; returns (seconds, algorithm label). ``node_dedup``: all_to_all's."""
     if kind == "all_reduce":
         return all_reduce(S, pl, gpu, algo)
     if kind in ("all_gather", "reduce_scatter"):
         return all_gather(S, pl, gpu)
     if kind == "all_to_all":
-        return all_to_all(S, pl, gpu)
+        return all_to_all(S, pl, gpu, node_dedup)
     if kind == "p2p":
         return p2p(S, pl.outer or pl.inner)
     raise ValueError(f"collective kind={kind!r} unknown; allowed: all_reduce, all_gather, reduce_scatter, all_to_all, p2p")

@@ -3,7 +3,15 @@
 Power of one GPU during a step of length t that performs F FLOPs and moves B bytes of HBM traffic
 (u_c = F/(t·P_peak), u_m = B/(t·W_peak), both clipped to [0, 1]; coefficients in data/efficiency.yaml):
 
-    P = min(TDP, P_idle + P_compute·u_c + P_memory·u_m)
+    x = (P_compute·u_c + P_memory·u_m) / (TDP − P_idle)
+    P = P_idle + (TDP − P_idle)·(1 − e^(−x))
+
+P_compute and P_memory are the watts per unit utilization at low load (dP/du at u = 0); the draw
+saturates towards TDP, where the board's power limiter lowers clocks, instead of being cut off there.
+The phase enters through the two utilizations: a prefill step is compute-heavy (u_c high), a decode step
+memory-heavy (u_m high, u_c growing with batch). The coefficients are fitted on published per-GPU power
+of vLLM serving (data/power_measured.csv, ML.ENERGY Leaderboard v3.0) by benchmarks/fit_power.py
+(docs/features/energy.md); GPUs without rows use H100's fitted fractions of their own TDP.
 
 Energy = P·t per GPU; joules per output token = GPUs·Σ P·t / output tokens; tokens per joule is its
 inverse (= tokens/s per watt). Cost from the rental price: $/s = GPUs·price_per_hour/3600, so
@@ -13,6 +21,8 @@ $ per million output tokens = 1e6·($/s)/(output tok/s); input tokens are charge
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..hardware import GPU
@@ -21,25 +31,48 @@ from .roofline import StepCost
 
 
 def power_w(gpu: GPU, compute_dtype: str, flops, moved, seconds):
-    """Average power of one GPU (W) over ``seconds`` doing ``flops`` and moving ``moved`` bytes."""
+    """Average power of one GPU (W) over ``seconds`` doing ``flops`` and moving ``moved`` bytes. Three floats
+    (Python or numpy scalars): the same formula on floats, no arrays (tests/test_pricing_scalar_parity.py)."""
+    if isinstance(flops, float) and isinstance(moved, float) and isinstance(seconds, float):
+        return np.float64(_power_float(gpu, compute_dtype, flops, moved, seconds))
     t = np.maximum(np.asarray(seconds, dtype=float), 1e-30)
     u_c = np.clip(np.asarray(flops, dtype=float) / (t * gpu.peak_flops[compute_dtype]), 0, 1)
     u_m = np.clip(np.asarray(moved, dtype=float) / (t * gpu.hbm_bw), 0, 1)
     p = gpu.power
-    return np.minimum(p.tdp_w, p.idle_w + p.compute_w * u_c + p.memory_w * u_m)
+    span = max(p.tdp_w - p.idle_w, 1e-9)
+    return p.idle_w + span * -np.expm1(-(p.compute_w * u_c + p.memory_w * u_m) / span)
+
+
+def _power_float(gpu: GPU, compute_dtype: str, flops: float, moved: float, seconds: float) -> float:
+    """:func:`power_w` on floats, each operation in power_w's order (np.clip as comparisons, NaN kept)."""
+    t = 1e-30 if seconds < 1e-30 else seconds
+    u_c = flops / (t * gpu.peak_flops[compute_dtype])
+    u_c = 0.0 if u_c < 0.0 else (1.0 if u_c > 1.0 else u_c)
+    u_m = moved / (t * gpu.hbm_bw)
+    u_m = 0.0 if u_m < 0.0 else (1.0 if u_m > 1.0 else u_m)
+    p = gpu.power
+    span = p.tdp_w - p.idle_w
+    span = 1e-9 if span < 1e-9 else span
+    return p.idle_w + span * -math.expm1(-(p.compute_w * u_c + p.memory_w * u_m) / span)
 
 
 def scalar_power(gpu: GPU, compute_dtype: str):
     """:func:`power_w` for Python floats (the simulator prices one step at a time): the same formula
     with the GPU's coefficients bound once."""
     peak, bw, p = gpu.peak_flops[compute_dtype], gpu.hbm_bw, gpu.power
-    tdp, idle, compute, memory = p.tdp_w, p.idle_w, p.compute_w, p.memory_w
+    idle, span = p.idle_w, max(p.tdp_w - p.idle_w, 1e-9)
+    compute, memory = p.compute_w / span, p.memory_w / span
+
+    expm1 = math.expm1
 
     def watts(flops: float, moved: float, seconds: float) -> float:
-        t = max(seconds, 1e-30)
-        u_c = min(max(flops / (t * peak), 0.0), 1.0)
-        u_m = min(max(moved / (t * bw), 0.0), 1.0)
-        return min(tdp, idle + compute * u_c + memory * u_m)
+        # max(seconds, 1e-30) and the clips to [0, 1] as comparisons (no builtin calls; NaN kept as np.clip keeps it)
+        t = 1e-30 if seconds < 1e-30 else seconds
+        u_c = flops / (t * peak)
+        u_c = 0.0 if u_c < 0.0 else (1.0 if u_c > 1.0 else u_c)
+        u_m = moved / (t * bw)
+        u_m = 0.0 if u_m < 0.0 else (1.0 if u_m > 1.0 else u_m)
+        return idle - span * expm1(-(compute * u_c + memory * u_m))
     return watts
 
 

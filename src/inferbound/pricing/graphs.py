@@ -23,6 +23,8 @@ step's load (curve fixed terms are; an attention op's decode term is paid whenev
 change :func:`fixed_delta` returns is one number per stage and kind of graph, read off the stage priced at
 one decoding sequence. A graph step is priced at its padded batch (:func:`padded`): the engine runs the
 graph captured for the next size up (``padding``), or no graph when the batch is not a captured size.
+A run launched without graphs (``cuda_graphs=off``: SGLang ``--disable-cuda-graph``, vLLM ``--enforce-eager``;
+deploy/engine_modes.py) has cap 0, so every step is eager: Σ_i n_i·o_i, each kernel its own fixed cost.
 """
 from __future__ import annotations
 

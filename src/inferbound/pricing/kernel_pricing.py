@@ -257,7 +257,9 @@ class KernelPricer:
         """Fused MoE layer (kernels/moe.py) on the busiest GPU: its tokens times the EP imbalance, the
         grouped GEMMs times the routing skew; routing and permutation counted as memory time."""
         tokens = np.asarray(s["tokens"], dtype=float)
-        active, m, slots = expert_load(tokens * s["imbalance"], s["topk"], s["experts"], s["ep"])
+        # a served batch routes each token on its own: E·(1 − (1 − k/E)^T) distinct experts (kernels/moe.py),
+        # the operator's weight bytes; the curves' parameters were fitted on balanced routing
+        active, m, slots = expert_load(tokens * s["imbalance"], s["topk"], s["experts"], s["ep"], "uniform")
         inter = s["inter"] / s["tp"]
         g = 2.0 if s["gated"] else 1.0
         parts = [self._gemm_parts(p, m, g * inter, s["hidden"], active),
@@ -269,7 +271,10 @@ class KernelPricer:
             c1, m1, c2, m2 = binding_side((t - o) * self.skew, t_c, t_m)
             rep_c, rep_m, comp, mem = rep_c + c1, rep_m + m1, comp + c2, mem + m2
             over = over + o
-        route = p.get("c_slot", 0.0) * tokens * s["topk"] + (tokens * s["hidden"] * 2.0 + slots * s["hidden"] * 4.0) / (
+        # routing and permutation of the tokens this GPU holds (operators/layers.py "routed_share": its own
+        # T = T_moe/groups under attention data parallel, all T_moe tokens otherwise), and of the slots it receives
+        routed = tokens * s.get("routed_share", 1.0)
+        route = p.get("c_slot", 0.0) * routed * s["topk"] + (routed * s["hidden"] * 2.0 + slots * s["hidden"] * 4.0) / (
             self.bw * p["e_m"])
         return rep_c * f, (rep_m + route) * f, comp * f, (mem + route) * f, over * f
 
@@ -290,24 +295,27 @@ class KernelPricer:
         if curves is None:
             return None
         pd, pp = curves
-        load = sh["load"]
+        load = sh["load"]  # (decode pairs, prefill pairs, cached, tokens, sampled[, verify's extra queries])
         if all(fast_ndim(x) == 0 for x in load):  # one step: plain floats (same formulas, no numpy overhead)
-            return attention_time(self, pd, pp, a, *(float(x) for x in load), att_dtype, LA.SCALAR)
-        dec_pairs, pre_pairs, cached, tokens, sampled = (np.asarray(x, dtype=float) for x in load)
-        return attention_time(self, pd, pp, a, dec_pairs, pre_pairs, cached, tokens, sampled, att_dtype, np)
+            vals = [float(x) for x in load]
+            return attention_time(self, pd, pp, a, *vals[:5], att_dtype, LA.SCALAR, *vals[5:])
+        vals = [np.asarray(x, dtype=float) for x in load]
+        return attention_time(self, pd, pp, a, *vals[:5], att_dtype, np, *vals[5:])
 
 
 def attention_time(pr: KernelPricer, pd: dict, pp: dict, a: dict, dec_pairs, pre_pairs, cached, tokens, sampled,
-                   att_dtype: str, xp):
+                   att_dtype: str, xp, extra=0.0):
     """(t_compute, t_memory, compute s, memory s, overhead s) of one attention op (loadattention.py), in the
-    namespace ``xp`` (np for arrays, loadattention.SCALAR for floats)."""
-    return attention_of(attention_consts(pr, pd, pp, a, att_dtype), dec_pairs, pre_pairs, cached, tokens, sampled, xp)
+    namespace ``xp`` (np for arrays, loadattention.SCALAR for floats); ``extra``: the decodes' query tokens
+    beyond one per sequence (a speculative verify pass: loadattention.verify_part)."""
+    return attention_of(attention_consts(pr, pd, pp, a, att_dtype), dec_pairs, pre_pairs, cached, tokens, sampled, xp,
+                        extra)
 
 
 def attention_consts(pr: KernelPricer, pd: dict, pp: dict, a: dict, att_dtype: str) -> tuple:
     """What :func:`attention_of` needs of one attention op besides its load: the decode and prefill kernels'
     constant arguments (curve, peak, bandwidth, heads, head dims, cache bytes) and the calibration factor.
-    The simulator binds them once per op (stepmodel.StepModel._scalar_tables)."""
+    The simulator binds them once per op (step/table_scalar.ScalarSteps._scalar_tables, attention_scalar.py)."""
     h, hk = a["heads"], a["kv_heads"]
     (dq_d, dv_d), (dq_p, dv_p) = a["d_dec"], a["d_pre"]
     if a["mla"]:  # the measured MLA kernels' geometry; prefill expanded (every head its K and V)
@@ -319,37 +327,29 @@ def attention_consts(pr: KernelPricer, pd: dict, pp: dict, a: dict, att_dtype: s
     dec = (pd, pr.peak("bf16"), pr.bw, h, hk, dq_d, dv_d, a["token_bytes"], a["mla"])
     pre = (pp, pr.peak("fp8" if att_dtype == "fp8" else "bf16"), pr.bw, pr.curves.sm_count, h, hk_p, dq_p, dv_p,
            a["token_bytes"], kv_elem, pr.spread)
-    return dec, pre, pr.factors["attention"]
+    return dec, pre, pr.factors["attention"], a["window"] == 0.0
 
 
 _NONE = (0.0, 0.0, 0.0, 0.0)
 
 
-def decode_only(consts: tuple):
-    """:func:`attention_of` on plain floats for a step without prefill pairs, with the decode kernel's
-    constants evaluated once (loadattention.decode_constants): ``f(dec_pairs, tokens, sampled) ->
-    (compute s, memory s, overhead s)``, the same floats as attention_of (tests/test_sim_fast_paths.py)."""
-    (pd, peak_d, bw, h, hk, dq_d, dv_d, tb, mla), _, f = consts
-    dc = LA.decode_constants(pd, peak_d, bw, h, hk, dq_d, dv_d, mla)
-    kernel_of, side = LA.decode_kernel, binding_side
-
-    def price(dec_pairs: float, tokens: float, sampled: float):
-        if dec_pairs <= 0:
-            return 0.0, 0.0, 0.0
-        t_c, t_m, kernel, over = kernel_of(dc, tb, dec_pairs, min(sampled, tokens), LA.SCALAR)
-        _, _, comp, mem = side(kernel, t_c, t_m, LA.SCALAR)
-        return comp * f, mem * f, over * f
-    return price
-
-
-def attention_of(consts: tuple, dec_pairs, pre_pairs, cached, tokens, sampled, xp):
-    """attention_time of an op whose constants are ``consts`` (attention_consts)."""
+def attention_of(consts: tuple, dec_pairs, pre_pairs, cached, tokens, sampled, xp, extra=0.0):
+    """attention_time of an op whose constants are ``consts`` (attention_consts). ``extra`` > 0: the decodes
+    are a verify pass of 1 + extra/D query tokens each, priced by the decode kernel reading each sequence's
+    KV once (loadattention.verify_part), D = min(S, T) − extra."""
     (pd, peak_d, bw, h, hk, dq_d, dv_d, tb, mla), (pp, peak_p, bw_p, sms, h_p, hk_p, dq_p, dv_p, tb_p, kv_elem,
-                                                   spread), f = consts
-    dec, q, past = LA.split_load(dec_pairs, pre_pairs, cached, tokens, sampled, xp)
+                                                   spread), f = consts[:3]
     scalar = xp is LA.SCALAR  # plain floats: a part without work is skipped, not computed and masked
-    d = _NONE if scalar and dec_pairs <= 0 else \
-        LA.decode_part(pd, peak_d, bw, h, hk, dq_d, dv_d, tb, dec_pairs, dec, mla, xp)
+    if (extra > 0) if scalar else bool(np.any(np.asarray(extra) > 0)):
+        full = consts[3] if len(consts) > 3 else True
+        dec = xp.where(dec_pairs > 0, xp.maximum(xp.minimum(sampled, tokens) - extra, 1e-12), 0.0)
+        *d, reads = LA.verify_part(pd, peak_d, bw, h, hk, dq_d, dv_d, tb, dec_pairs, dec, extra, full, mla, xp)
+        q = xp.where(pre_pairs > 0, xp.maximum(tokens - dec - extra, 1.0), 0.0)
+        past = xp.maximum(cached - reads - q, 0.0)
+    else:
+        dec, q, past = LA.split_load(dec_pairs, pre_pairs, cached, tokens, sampled, xp)
+        d = _NONE if scalar and dec_pairs <= 0 else \
+            LA.decode_part(pd, peak_d, bw, h, hk, dq_d, dv_d, tb, dec_pairs, dec, mla, xp)
     p = _NONE if scalar and pre_pairs <= 0 else \
         LA.prefill_part(pp, peak_p, bw_p, sms, h_p, hk_p, dq_p, dv_p, tb_p, kv_elem, pre_pairs, q, past, xp, spread)
     rep_c = rep_m = comp = mem = 0.0

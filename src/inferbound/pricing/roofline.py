@@ -200,7 +200,8 @@ def price_ops(ops: list[Op], gpu: GPU, compute_dtype: str, kv_dtype: str, comm_p
             cb = comp >= mem
             priced.append(PricedOp(op, t_c, t_m, comp + mem + over, cb, "kernel curve", (comp, mem, over)))
         else:
-            if op.kind == "scan":  # a state-space scan reads its state like a cache, at its own dtype
+            if op.kind == "scan" or (op.kind == "attention" and op.dtype):  # a state-space scan (or the DSA
+                # indexer, operators/sparse_attn.py) reads its state like a cache, at its own dtype
                 r = roof(gpu, op.dtype if op.dtype and gpu.supports(op.dtype) else compute_dtype, "attention")
             else:
                 r = roofs["attention" if op.kind == "attention" else "other"]

@@ -19,7 +19,7 @@ from ..model import ModelSpec, load_model
 from ..workloads.steady_state import prompts_per_decode
 from .backends import BACKENDS, evaluate_all, local_workers
 from .emit import ENGINES, emit_command
-from .evaluate import Workload, step_model
+from .evaluate import Workload, evaluate_layout, pool_pairs, step_model
 from .explain import explain_row
 from .metrics import OBJECTIVES, SENSE, Constraint, Points, constraints_from, violation
 from .pareto import pareto_mask
@@ -113,13 +113,21 @@ with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spe
     if on_size is not None:
         procs = local_workers(len(space.deployments), workers) if backend == "local" else 1
         on_size(estimate_size(space.deployments, [replace(w, disaggregated=mode) for mode in modes], procs))
-    deps, combos, works, per_layout = [], [], [], []
+    deps, combos, works, per_layout, prefills = [], [], [], [], []
     for mode in modes:  # each layout once per serving mode; the modes are ranked together
         w_mode = replace(w, disaggregated=mode)
         per_layout += evaluate_all(space.deployments, w_mode, backend, ray_address, progress, workers)
         deps += space.deployments
         combos += space.combos
         works += [w_mode] * len(space.deployments)
+        prefills += [None] * len(space.deployments)
+        if mode:  # prefill pools of their own layout (evaluate.pool_pairs), evaluated here
+            for j, pre in pool_pairs(space.deployments, w_mode):
+                per_layout.append(evaluate_layout(space.deployments[j], w_mode, pre))
+                deps.append(space.deployments[j])
+                combos.append(f"{space.combos[j]} prefill pool {pre.label()}")
+                works.append(w_mode)
+                prefills.append(pre)
     labels = [f"{dep.label()} {c}" + (" disaggregated" if wk.disaggregated and len(modes) > 1 else "")
               for dep, c, wk in zip(deps, combos, works)]
     for dep, lab, p in zip(deps, labels, per_layout):
@@ -136,7 +144,7 @@ with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spe
     for rank, i in enumerate(order, start=1):
         k = int(points.layout[i])
         rows.append(_row(rank, deps[k], combos[k], per_layout[k], points, int(i), works[k], objective, feasible,
-                         constraints))
+                         constraints, prefills[k]))
     return SearchResult(model=m.name, workload=w, objective=objective, constraints=constraints, table=rows,
                         winner_reason=winner_reason(rows, objective), points=points, feasible=feasible,
                         labels=labels, skipped=dict(space.skipped), skipped_examples=dict(space.examples),
@@ -146,16 +154,37 @@ with speculative decoding every layout is evaluated at k = 1..spec_tokens (``spe
                         default_frontier=tuple(d["output"]["frontier"]))
 
 
+#: the engine options of speculative decoding, left out of the k = 0 row (runtime.FEATURES)
+_SPEC_NAMES = ("speculative", "spec_tokens", "acceptance", "acceptance_positions", "acceptance_rate", "accept_length",
+               "spec_topk", "spec_draft_tokens", "spec_match_rate")
+
+
 def spec_sweep(space, options: dict) -> None:
-    """With speculative decoding, every layout once per k = 1..k_max drafted tokens (k_max: the options'
-    spec_tokens), each labelled ``spec k=K``; the search ranks them with the rest (docs/features/speculative.md)."""
+    """With speculative decoding, every layout once per k = k_max..1 drafted tokens (k_max: the options'
+    spec_tokens; a per-position acceptance list cut to its first k, a tree's verified tokens to at most
+    1 + topk·k) and once without it, k = 0, so the ranking shows whether speculation pays; each labelled
+    ``spec k=K`` (docs/features/speculative.md)."""
     if not options.get("speculative"):
         return
     k_max = int(space.deployments[0].runtime.spec_tokens)
     deps, combos = [], []
     for dep, combo in zip(space.deployments, space.combos):
-        for k in range(k_max, 0, -1):  # the stated k first: the engine line describes it
+        for k in range(k_max, -1, -1):  # the stated k first: the engine line describes it
             opts = {**dict(dep.engine_options), "spec_tokens": k}
+            if k == 0:
+                opts = {n: v for n, v in opts.items() if n not in _SPEC_NAMES}
+            elif k < k_max:
+                if opts.get("accept_length") is not None or opts.get("acceptance_rate") is not None:
+                    # a measured τ is of k_max drafts: the i.i.d. a it implies (runtime.acceptance) at k
+                    opts = {n: v for n, v in opts.items() if n not in ("accept_length", "acceptance_rate")}
+                    opts["acceptance"] = float(dep.runtime.acceptance)
+                if opts.get("acceptance_positions") is not None:
+                    pos = opts["acceptance_positions"]
+                    pos = pos.split(",") if isinstance(pos, str) else list(pos)
+                    opts["acceptance_positions"] = ",".join(str(x).strip() for x in pos[:k])
+                if opts.get("spec_draft_tokens"):
+                    opts["spec_draft_tokens"] = min(int(opts["spec_draft_tokens"]),
+                                                    1 + int(opts.get("spec_topk") or 1) * k)
             deps.append(dep if k == k_max else replace(dep, engine_options=tuple(sorted(opts.items()))))
             combos.append(f"{combo} spec k={k}")
     space.deployments, space.combos = deps, combos
@@ -196,9 +225,19 @@ def _short(v: float) -> str:
     return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
 
 
-def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, feasible, constraints) -> Row:
+def _pool(dep) -> dict:
+    """The Row fields of one pool's layout (Row.pools)."""
+    p = dep.par
+    return dict(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, attention_dp=p.attention_dp, nodes=p.nodes,
+                replica_gpus=p.replica_gpus, redundant_experts=p.redundant_experts, ep_a2a=p.ep_a2a)
+
+
+def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, feasible, constraints,
+         prefill=None) -> Row:
     limit = limit_at(points, i, feasible, constraints, lp.cap)
     row = make_row(rank, dep, combo, points, i, w, objective, limit, lp.kv_capacity_bytes)
+    if prefill is not None:  # the prefill pool has its own layout
+        row.pools = {"prefill": _pool(prefill), "decode": _pool(dep)}
     groups = dep.par.attention_groups
     sm = step_model(dep, dep.runtime.token_budget * groups + groups)
     dec = float(points.concurrency[i])

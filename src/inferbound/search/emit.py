@@ -9,11 +9,16 @@ each profile names the argument-parser file of its version); the header of every
   ``dp_*_scope: per_rank``), so they get ceil(max_num_seqs / dp) and the budget; SGLang's
   ``--max-running-requests`` and ``--chunked-prefill-size`` are totals it divides by the attention-DP
   size (``total``), so they get max_num_seqs and budget x dp.
-- Weights: vLLM and SGLang quantize a BF16 checkpoint to FP8 online (``--quantization fp8``); TensorRT-LLM
-  has no online flag and FP4 needs a pre-quantized checkpoint on every engine: the model is replaced by
-  the published checkpoint of that format (data/checkpoints.yaml, each id as NVIDIA benchmarks it), or
-  a comment says one is needed. int4 needs an AWQ/GPTQ checkpoint. Quantization is read from a
-  checkpoint's own config, so no flag is added for one.
+- Weights: the checkpoint that was priced. An fp8/fp4/int4 row launches the published checkpoint of that
+  format (data/checkpoints.yaml, each id as NVIDIA benchmarks it) on every engine, whose own
+  quantization_config the engine reads (no flag); without one, vLLM and SGLang quantize the BF16 base to
+  FP8 online (``--quantization fp8``), and TensorRT-LLM (no online flag), FP4 and int4 get a comment
+  asking for a checkpoint of that format.
+- Context: the longest request the row priced (prompt + output, ``Row.context_len``) as vLLM
+  ``--max-model-len``, SGLang ``--context-length``, TensorRT-LLM ``--max_seq_len`` (vLLM refuses to start
+  when the model's full context does not fit the KV it can allocate).
+- Engine features (speculative decoding, prefix caching, host KV tier) as the version's own flags:
+  search/launch_features.py.
 - Memory: the engine's own fraction as the row assumed it (vLLM ``--gpu-memory-utilization``,
   TensorRT-LLM ``--kv_cache_free_gpu_memory_fraction``); SGLang gets the static share (weights + KV
   pool)/HBM of the row unless its automatic fraction was modelled.
@@ -29,6 +34,7 @@ import shlex
 
 from ..base.datafiles import data_yaml
 from ..deploy.engines import _vtuple, get_engine
+from . import launch_features as LF
 from .result import Row
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -49,13 +55,14 @@ def argv(prefix: list[str], flags: Flags) -> list[str]:
 
 def checkpoint(model: str, weight_dtype: str, engine: str) -> tuple[str, list[str]]:
     """(model id to launch, comment lines): a published checkpoint where the engine needs one."""
-    needs = weight_dtype in ("fp4", "int4") or (weight_dtype == "fp8" and engine == "trtllm")
-    if not needs:
+    if weight_dtype not in ("fp8", "fp4", "int4"):
         return model, []
     known = (data_yaml("checkpoints.yaml") or {}).get(model, {}).get(weight_dtype)
     if known is not None:
         note = [f"# {weight_dtype} weights: the published checkpoint {known['id']} ({known['source']})"]
         return known["id"], note
+    if weight_dtype == "fp8" and engine != "trtllm":
+        return model, []   # quantized online (--quantization fp8)
     kind = {"fp8": "ModelOpt FP8", "fp4": "NVFP4/MXFP4", "int4": "AWQ/GPTQ int4"}[weight_dtype]
     return model, [f"# {weight_dtype} weights: point MODEL at a {kind} checkpoint of {model} (quantization is read "
                    f"from it; no online flag for {engine})"]
@@ -65,11 +72,12 @@ def _fleet_note(row: Row) -> list[str]:
     notes = []
     if row.mode == "disaggregated":
         notes.append(f"# disaggregated: run {row.prefill_replicas} prefill and {row.decode_replicas} decode "
-                     f"instance(s), each as below, behind a prefill/decode router")
+                     f"instance(s), each pool with its own command below, behind a prefill/decode router")
     if row.replicas > 1:
         notes.append(f"# fleet: {row.replicas} copies of this unit behind a load balancer (target rate)")
     if row.nodes > 1:
-        notes.append(f"# spans {row.nodes} machines: start it with the engine's multi-node launcher")
+        notes.append(f"# spans {row.nodes} machines: start it with the engine's multi-node launcher (SGLang: the "
+                     f"same command on each machine with --node-rank i --dist-init-addr HEAD_IP:PORT)")
     return notes
 
 
@@ -77,7 +85,9 @@ def _per_rank_seqs(row: Row) -> str:
     return str(math.ceil(row.max_num_seqs / max(row.dp, 1)))
 
 
-def vllm_args(model: str, row: Row, profile, role: str | None = None, online_fp8: bool = True) -> tuple[list[str], Flags]:
+def vllm_args(model: str, row: Row, profile, role: str | None = None, online_fp8: bool = True,
+              base: str | None = None) -> tuple[list[str], Flags]:
+    """``model``: the checkpoint launched; ``base``: the catalog model it was priced as (feature lookups)."""
     f: Flags = [("--tensor-parallel-size", str(row.tp)), ("--pipeline-parallel-size", str(row.pp))]
     if row.dp > 1:
         f.append(("--data-parallel-size", str(row.dp)))
@@ -90,17 +100,23 @@ def vllm_args(model: str, row: Row, profile, role: str | None = None, online_fp8
         f.append(("--quantization", "fp8"))
     if row.memory_fraction is not None:
         f.append(("--gpu-memory-utilization", f"{row.memory_fraction:g}"))
+    if row.context_len:
+        f.append(("--max-model-len", str(row.context_len)))
+    f += LF.vllm_flags(base or model, row, profile)[0]
+    f += LF.vllm_ep_flags(row, profile, role)[0]
     if role is not None:
-        connector = "NixlConnector" if _vtuple(profile.version) >= (0, 15) else "LMCacheConnectorV1"
-        f.append(("--kv-transfer-config", f'{{"kv_connector":"{connector}","kv_role":"kv_both"}}'))
+        f += LF.vllm_kv_transfer(role, profile)
     return ["vllm", "serve", model], f
 
 
-def sglang_args(model: str, row: Row, profile, role: str | None = None, online_fp8: bool = True) -> tuple[list[str], Flags]:
+def sglang_args(model: str, row: Row, profile, role: str | None = None, online_fp8: bool = True,
+                base: str | None = None) -> tuple[list[str], Flags]:
     world = row.tp * (row.dp if row.attention_dp else 1)  # with DP attention, tp-size counts every rank
     f: Flags = [("--model-path", model), ("--tp-size", str(world))]
     if row.pp > 1:
         f.append(("--pp-size", str(row.pp)))
+    if row.nodes > 1:  # each machine adds its own --node-rank i and the head's --dist-init-addr (server_args.py)
+        f.append(("--nnodes", str(row.nodes)))
     if row.ep > 1:
         f.append(("--ep-size", str(row.ep)))
     if row.dp > 1 and row.attention_dp:
@@ -115,18 +131,23 @@ def sglang_args(model: str, row: Row, profile, role: str | None = None, online_f
     if row.weight_dtype == "fp8" and online_fp8:
         f.append(("--quantization", "fp8"))
     f.append(("--mem-fraction-static", f"{row.mem_fraction_static:g}"))
+    if row.context_len:
+        f.append(("--context-length", str(row.context_len)))
+    f += LF.sglang_flags(base or model, row, profile)[0]
+    f += LF.sglang_ep_flags(row, profile)[0]
     if role is not None:
         f.append(("--disaggregation-mode", role))
     return ["python", "-m", "sglang.launch_server"], f
 
 
-def trtllm_options(row: Row) -> str:
-    """The --config (--extra_llm_api_options) YAML of a row."""
+def trtllm_options(row: Row, model: str = "", profile=None) -> str:
+    """The --config (--extra_llm_api_options) YAML of a row (features: launch_features.trtllm_yaml)."""
     lines = ["enable_chunked_prefill: true"]
     if row.attention_dp:
         lines.append("enable_attention_dp: true")
-    if row.kv_dtype == "fp8":
-        lines += ["kv_cache_config:", "  dtype: fp8"]
+    if profile is None:
+        profile = get_engine("trtllm")
+    lines += LF.trtllm_yaml(model, row, profile)[0]
     return "\n".join(lines) + "\n"
 
 
@@ -137,6 +158,8 @@ def trtllm_args(model: str, row: Row, profile, options_file: str = "extra_llm_ap
     f += [("--max_batch_size", _per_rank_seqs(row)), ("--max_num_tokens", str(row.token_budget))]
     if row.memory_fraction is not None:
         f.append(("--kv_cache_free_gpu_memory_fraction", f"{row.memory_fraction:g}"))
+    if row.context_len:
+        f.append(("--max_seq_len", str(row.context_len)))
     f.append(("--extra_llm_api_options", options_file))
     return ["trtllm-serve", model], f
 
@@ -150,25 +173,18 @@ def _profile(engine: str, row: Row):
                if row.engine else [])
 
 
-def feature_notes(row: Row, p) -> list[str]:
-    """Comment lines for the engine features the row was modelled with, with the engine's own flag template
-    (engines.yaml ``flags``: speculative, prefix_caching, kv_offload); features are not rendered as flags
-    because their spelling takes values the row does not carry (a draft checkpoint, a host pool size)."""
-    f, flags = row.features, p.flags
-    out = []
-
-    def template(name):
-        t = getattr(flags, name, None) if flags is not None else None
-        return t or f"no {name} flag recorded for {p.label}"
-    if f.get("speculative"):
-        out.append(f"# speculative decoding modelled ({f['speculative']}, k={f['spec_tokens']}, acceptance "
-                   f"{f['acceptance']:g}): {template('speculative')}")
-    if f.get("prefix_hit_rate") or f.get("shared_prefix_len"):
-        on = "on by default" if p.prefix_caching is not None and p.prefix_caching.value else "off by default"
-        out.append(f"# prefix caching modelled ({on} in {p.label}): {template('prefix_caching')}")
-    if f.get("kv_offload"):
-        out.append(f"# KV offload to host modelled: {template('kv_offload')}")
-    return out
+def feature_notes(model: str, row: Row, engine: str, p) -> list[str]:
+    """Comment lines for the engine features the row was priced with that its flags cannot carry
+    (launch_features.py says which: a version without the flag, no recorded EAGLE head)."""
+    ep = [n for role, r in LF.pool_rows(row) for n in
+          (LF.vllm_ep_flags(r, p, role)[1] if engine == "vllm" else LF.sglang_ep_flags(r, p)[1]
+           if engine == "sglang" else [])]
+    ep = list(dict.fromkeys(ep))  # the same comment once for both pools
+    if engine == "vllm":
+        return LF.vllm_flags(model, row, p)[1] + ep + ([LF.P2P_NCCL_NOTE] if row.mode == "disaggregated" else [])
+    if engine == "sglang":
+        return LF.sglang_flags(model, row, p)[1] + ep
+    return LF.trtllm_yaml(model, row, p)[1]
 
 
 def emit_command(engine: str, model: str, row: Row) -> str:
@@ -179,22 +195,29 @@ def emit_command(engine: str, model: str, row: Row) -> str:
     launch, ck = checkpoint(model, row.weight_dtype, engine)
     source = p.flags.source if p.flags is not None else p.label
     head = [f"# {row.layout}, {row.mode}, concurrency {row.concurrency} (inferbound search, rank {row.rank})",
-            f"# {p.label}; flags as in {source}"] + warn + ck + _fleet_note(row) + feature_notes(row, p)
+            f"# {p.label}; flags as in {source}"] + warn + ck + _fleet_note(row) + feature_notes(model, row, engine, p)
+    if row.context_len:
+        head.append(f"# context {row.context_len} tokens: the longest request priced (prompt + output; of a length "
+                    f"distribution, its longest class); the engine refuses longer ones")
     online_fp8 = launch == model  # a pre-quantized checkpoint carries its own quantization_config
     body = []
     if engine == "trtllm":
         if row.mode == "disaggregated":
-            body.append("# TensorRT-LLM: use this as the context and the generation server config of "
-                        "`trtllm-serve disaggregated`")
-        body += ["cat > extra_llm_api_options.yaml <<'EOF'", trtllm_options(row).rstrip("\n"), "EOF",
-                 render(*trtllm_args(launch, row, p))]
+            body.append("# TensorRT-LLM: the context (prefill) and generation (decode) servers of "
+                        "`trtllm-serve disaggregated`, each with its pool's layout")
+        for role, r in LF.pool_rows(row):
+            name = "extra_llm_api_options.yaml" if role is None else f"extra_llm_api_options_{role}.yaml"
+            if role is not None:
+                body.append(f"# {role} server: TP{r.tp} EP{r.ep} DP{r.dp}")
+            body += [f"cat > {name} <<'EOF'", trtllm_options(r, model, p).rstrip("\n"), "EOF",
+                     render(*trtllm_args(launch, r, p, name))]
         return "\n".join(head + body) + "\n"
     build = vllm_args if engine == "vllm" else sglang_args
     if engine == "vllm" and 1 < row.ep != row.tp * row.dp:
         head.append(f"# vLLM sets EP = TP x DP = {row.tp * row.dp} with --enable-expert-parallel; ep={row.ep} "
                     f"(expert TP inside EP groups) has no vLLM flag")
-    for role in (["prefill", "decode"] if row.mode == "disaggregated" else [None]):
+    for role, r in LF.pool_rows(row):
         if role is not None:
-            body.append(f"# {role} instance")
-        body.append(render(*build(launch, row, p, role, online_fp8)))
+            body.append(f"# {role} instance: TP{r.tp} EP{r.ep} DP{r.dp}" + (f" over {r.nodes} nodes" if r.nodes > 1 else ""))
+        body.append(render(*build(launch, r, p, role, online_fp8, model)))
     return "\n".join(head + body) + "\n"

@@ -21,20 +21,20 @@ smaller of the KV-cache and token-budget caps (``steady_state.caps``). For every
 t(D) is the mean step per output token of the steady state's step kinds (steady_state.steps: prompt
 chunks arrive in lumps, so some steps carry prefill and the rest only decode).
 
-Disaggregated (DistServe/Splitwise style; both pools use the same layout): a decode replica runs
+Disaggregated (DistServe/Splitwise style; each pool may have its own layout, pool_pairs): a decode replica runs
 decode-only steps t_d(D) at D = 1..D_max (KV cap C_kv, token cap B·g); a prefill replica runs steps
 of k prompts, t_p(k), so it prefills R_p(k) = k/t_p(k) prompts/s. The prefill batch is swept,
 k ∈ {1, 2, 4, …, k_max} with k_max = ⌊B·g/Ī⌋ (the token budget; prompts longer than B run alone in
 chunks of B) and the KV the prefill replica holds: small batches give short TTFTs at low load, full
 ones the fewest prefill GPUs, so TTFT SLOs are judged on the batch that meets them. A decode replica
 completes R_d = D/((Ō − 1)·t_d) requests/s. A group of x prefill and y decode replicas (y = 1..Y,
-data/search.yaml) needs x = ⌈y·R_d/R_p(k)⌉; the y with the fewest GPUs per decode replica, (x + y)/y,
+data/search.yaml) needs x = ⌈y·R_d/R_p(k)⌉; the y with the fewest GPUs per decode replica, (x·G_p + y·G)/y,
 is kept. Then, per (D, k),
 
     TPOT = t_d(D)    TTFT = t_p(k) + t_p(k) + KV transfer    (a prefill step in flight, the prompt's own
                                                   step, then kv_bytes_per_gpu(Ī) over the link of
                                                   sim/event_loop.py: NIC, else PCIe)
-    tok/s = y·D/t_d  GPUs = (x + y)·G   watts = G·(y·P_d + x·(u·P_p + (1 − u)·P_idle)),
+    tok/s = y·D/t_d  GPUs = x·G_p + y·G   watts = G·y·P_d + G_p·x·(u·P_p + (1 − u)·P_idle),
                                         u = y·R_d/(x·R_p) the prefill pool's busy share.
 
 Engine features (workloads/features.py; docs/features/): the steps carry the runtime's speculative
@@ -160,9 +160,10 @@ def _steady(sm: StepModel, dec, w: Workload, decode_only: bool = False):
     return t, power_w(sm.dep.gpu, sm.dep.compute_dtype, flops, moved, t)
 
 
-def evaluate_layout(dep: Deployment, w: Workload) -> LayoutPoints | None:
-    """All concurrency values of ``dep`` (module docstring); None when not one request fits."""
-    return _disaggregated(dep, w) if w.disaggregated else _aggregated(dep, w)
+def evaluate_layout(dep: Deployment, w: Workload, prefill: Deployment | None = None) -> LayoutPoints | None:
+    """All concurrency values of ``dep`` (module docstring); None when not one request fits. Disaggregated,
+    ``prefill`` is the prefill pool's own layout (None: ``dep``'s; pool_pairs)."""
+    return _disaggregated(dep, w, prefill) if w.disaggregated else _aggregated(dep, w)
 
 
 def _table(dep: Deployment, w: Workload) -> StepModel:
@@ -216,36 +217,81 @@ def _prefill_step(sm: StepModel, mix: Mix, k: int, budget: int):
     return float(t), float(p)
 
 
-def _disaggregated(dep: Deployment, w: Workload) -> LayoutPoints | None:
+def prefill_k_max(dep: Deployment, w: Workload) -> int:
+    """The largest prefill batch of ``dep``: ⌊B·g/Ī⌋ prompts (1 when a prompt exceeds the budget B), no
+    more than its KV capacity holds."""
+    _, capacity, _ = concurrency_caps(dep, w, decode_only=True)
+    mix = w.lengths
+    i, budget, groups = mix.mean_input, dep.runtime.token_budget, dep.par.attention_groups
+    prompt_kv = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) * groups
+    k_max = max(1, int((budget * groups) // i)) if max(mix.inputs) <= budget else 1
+    return int(min(k_max, capacity // prompt_kv)) if prompt_kv > 0 else k_max
+
+
+def prefill_rate_per_gpu(dep: Deployment, w: Workload) -> float:
+    """Prompts/s per GPU of ``dep`` as a prefill replica at its largest batch: k_max / t_p(k_max) / G
+    (0 when not one prompt fits)."""
+    k = prefill_k_max(dep, w)
+    if k < 1:
+        return 0.0
+    t_p, _ = _prefill_step(_table(dep, w), w.lengths, k, dep.runtime.token_budget)
+    return k / t_p / dep.par.replica_gpus
+
+
+def pool_pairs(deps: list[Deployment], w: Workload) -> list[tuple[int, Deployment]]:
+    """Prefill pools of their own layout (docs/features/disaggregated.md): among the layouts of one model,
+    GPU, formats and engine options, the one with the most prefill prompts/s per GPU
+    (prefill_rate_per_gpu) is paired as the prefill pool with every other layout of the group as its
+    decode pool: [(index of the decode layout, prefill deployment)]. Bounded: at most one extra
+    evaluation per layout, beside its own pairing (both pools on its layout)."""
+    groups: dict = {}
+    for j, d in enumerate(deps):
+        key = (d.model, d.gpu.model_dump_json(), d.dtypes, d.compute_dtype, d.engine, d.engine_options)
+        groups.setdefault(key, []).append(j)
+    pairs = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        rates = [prefill_rate_per_gpu(deps[j], w) for j in members]
+        best = members[int(np.argmax(rates))]
+        if max(rates) <= 0:
+            continue
+        pairs += [(j, deps[best]) for j in members if deps[j].par != deps[best].par]
+    return pairs
+
+
+def _disaggregated(dep: Deployment, w: Workload, prefill: Deployment | None = None) -> LayoutPoints | None:
+    """Decode pool ``dep``; prefill pool ``prefill`` (its own layout, its own step table, GPUs and idle
+    power; None: ``dep``). The KV transfer is priced as the decode pool receives it (its KV per GPU, its
+    link)."""
+    pre = prefill or dep
     caps, capacity, _ = concurrency_caps(dep, w, decode_only=True)
     d_max = min(caps.values())
     mix = w.lengths
-    i, o, budget = mix.mean_input, mix.mean_output, dep.runtime.token_budget
-    groups = dep.par.attention_groups
-    prompt_kv = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) * groups
-    k_max = max(1, int((budget * groups) // i)) if max(mix.inputs) <= budget else 1
-    k_max = int(min(k_max, capacity // prompt_kv)) if prompt_kv > 0 else k_max
+    i, o, budget = mix.mean_input, mix.mean_output, pre.runtime.token_budget
+    k_max = prefill_k_max(pre, w)
     if d_max < 1 or k_max < 1:
         return None
     sm = _table(dep, w)
+    sm_p = sm if pre is dep else _table(pre, w)
     dec = np.arange(1, d_max + 1, dtype=float)
     t_d, p_d = _steady(sm, dec, w, decode_only=True)
     r_d = dec / ((o - 1) * t_d)
     ys = np.arange(1, w.max_decode_replicas + 1, dtype=float)[:, None]
-    g = dep.par.replica_gpus
-    idle = dep.gpu.power.idle_w
+    g, g_p = dep.par.replica_gpus, pre.par.replica_gpus
+    idle = pre.gpu.power.idle_w
     transfer = transfer_seconds(dep, kv_link(dep), i)
     cols = np.arange(d_max)
     parts = []
     for k in prefill_batches(k_max):
-        t_p, p_p = _prefill_step(sm, mix, k, budget)
+        t_p, p_p = _prefill_step(sm_p, mix, k, budget)
         r_p = k / t_p
         xs = np.maximum(np.ceil(ys * r_d / r_p - 1e-9), 1.0)
-        best = np.argmin((xs + ys) / ys, axis=0)  # first (smallest y) among ties
+        best = np.argmin((xs * g_p + ys * g) / ys, axis=0)  # fewest GPUs per decode replica; smallest y on ties
         x, y = xs[best, cols], ys[best, 0]
         busy = np.minimum(y * r_d / (x * r_p), 1.0)
         parts.append(dict(step_s=t_d, ttft_s=np.full(d_max, 2 * t_p + transfer), tok_s=y * dec / t_d,
-                          watts=g * (y * p_d + x * (busy * p_p + (1 - busy) * idle)), gpus=(x + y) * g,
+                          watts=g * y * p_d + g_p * x * (busy * p_p + (1 - busy) * idle), gpus=x * g_p + y * g,
                           prefill_replicas=x, decode_replicas=y, concurrent_seqs=dec,
                           decode_batch=dec, prefill_batch=np.full(d_max, k)))
     cat = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}

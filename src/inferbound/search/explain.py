@@ -11,6 +11,7 @@ from ..deploy.deployment import Deployment
 from ..step.explain import phase
 from ..step.table import StepModel
 from ..workloads import steady_state
+from ..workloads.features import Features
 from ..workloads.lengths import Mix
 
 
@@ -18,6 +19,7 @@ def explain_row(dep: Deployment, sm: StepModel, decode: float, lengths: Mix, dec
                 label: str) -> tuple[str, str]:
     """(bound, '<label>: HBM-bound, weights 52%, KV 30%, all-reduce 9%') of the step at decode batch D
     of the workload's length mix (workloads/lengths.py)."""
-    cost = sm.price(steady_state.load(dep.model, decode, lengths, decode_only))
+    fx = Features(dep, dep.runtime, lengths, decode_only)  # prefix hits: only the uncached prompt tokens count
+    cost = sm.price(steady_state.load(dep.model, decode, lengths, decode_only, fx if fx.active else None))
     p = phase(cost, label)
     return p.bound, p.explanation

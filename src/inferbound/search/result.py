@@ -15,6 +15,7 @@ import numpy as np
 
 from ..deploy.deployment import Deployment
 from ..deploy.memory import weight_bytes_per_gpu
+from ..deploy.offload import tier_of
 from .evaluate import Workload
 from .metrics import SENSE, UNITS, Constraint, Points, check_metric
 from .pareto import pareto_mask
@@ -69,6 +70,10 @@ class Row:
     mem_fraction_static: float = 0.0  # (weights + KV pool) / HBM: SGLang's share for the KV assumed
     prefill_batch: int = 0  # disaggregated: prompts per prefill step (0 aggregated)
     features: dict = field(default_factory=dict)  # engine features modelled (speculative, prefix cache, offload)
+    context_len: int = 0  # longest prompt + output the workload priced (launch commands' --max-model-len)
+    redundant_experts: int = 0  # EPLB expert copies per MoE layer (deploy/eplb.py)
+    ep_a2a: str = "pairwise"  # MoE all-to-all priced: pairwise or deepep (pricing/comm.py)
+    pools: dict = field(default_factory=dict)  # disaggregated: {"prefill"|"decode": the Row fields of that pool's layout}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,11 +102,19 @@ def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: 
                objective_value=_num(float(points.metric(objective, slice(i, i + 1))[0])), limit=limit,
                metrics=metrics, kv_capacity_gb=kv_capacity / 1e9,
                engine=rt.engine, memory_fraction=rt.memory_fraction,
-               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100), features=_features(rt))
+               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100), features=_features(rt, dep),
+               context_len=context_len(w), redundant_experts=par.redundant_experts, ep_a2a=par.ep_a2a)
 
 
-def _features(rt) -> dict:
-    """The engine features the row was evaluated with (runtime.py; docs/features/)."""
+def context_len(w: Workload) -> int:
+    """The longest request of the workload's length classes: prompt + output tokens."""
+    m = w.lengths
+    return int(np.ceil(max(i + o for i, o in zip(m.inputs, m.outputs))))
+
+
+def _features(rt, dep=None) -> dict:
+    """The engine features the row was evaluated with (runtime.py; docs/features/); with a host KV tier its
+    pool per GPU (GB) as priced (offload.tier_of)."""
     out = {}
     if rt.speculative is not None:
         out.update(speculative=rt.speculative, spec_tokens=rt.spec_tokens, acceptance=rt.acceptance)
@@ -111,6 +124,13 @@ def _features(rt) -> dict:
         out["shared_prefix_len"] = rt.shared_prefix_len
     if rt.kv_offload != "none":
         out["kv_offload"] = rt.kv_offload
+        tier = tier_of(dep, rt) if dep is not None else None
+        if tier is not None:
+            out["kv_offload_gb"] = tier.pool_bytes / 1e9
+    for key in ("spec_topk", "spec_draft_tokens"):
+        v = getattr(rt, key, None)
+        if rt.speculative is not None and v and (key != "spec_topk" or v > 1):   # topk 1, 0 tokens: chain
+            out[key] = v
     return out
 
 

@@ -34,11 +34,11 @@ from ..deploy.deployment import Deployment, make_deployment
 from ..hardware import GPU, apply_overrides, get_gpu, load_catalog
 from ..hardware.prices import apply_prices, check_prices
 from ..hardware.whatif import parse_scales, scale_gpu
-from ..deploy.memory import kv_bytes_per_gpu, weight_bytes_per_gpu
+from ..deploy.memory import weight_bytes_per_gpu
 from ..deploy.runtime import runtime_reserve_bytes
 from ..model import ModelSpec
 from ..deploy.topology import island_size, link_defaults
-from .evaluate import _CACHE_SIZE as TABLES_KEPT, Workload, concurrency_caps, prefill_batches
+from .evaluate import _CACHE_SIZE as TABLES_KEPT, Workload, concurrency_caps, pool_pairs, prefill_batches, prefill_k_max
 
 
 def search_defaults() -> dict:
@@ -201,19 +201,15 @@ def search_limits() -> dict:
     return search_defaults()["limits"]
 
 
-def configurations(dep: Deployment, w: Workload) -> int:
+def configurations(dep: Deployment, w: Workload, prefill: Deployment | None = None) -> int:
     """Configurations evaluate.evaluate_layout makes of ``dep`` under ``w``, from the caps alone: the decode
-    batches 1..D_max, times the swept prefill batches when disaggregated (evaluate.py); 0 when not one
-    request fits."""
-    caps, capacity, _ = concurrency_caps(dep, w, decode_only=w.disaggregated)
+    batches 1..D_max, times the swept prefill batches of the prefill pool (``prefill``, else ``dep``) when
+    disaggregated (evaluate.py); 0 when not one request fits."""
+    caps, _, _ = concurrency_caps(dep, w, decode_only=w.disaggregated)
     d_max = int(min(caps.values()))
     if not w.disaggregated:
         return max(0, d_max)
-    mix = w.lengths
-    i, budget, groups = mix.mean_input, dep.runtime.token_budget, dep.par.attention_groups
-    prompt_kv = float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, i)) * groups
-    k_max = max(1, int((budget * groups) // i)) if max(mix.inputs) <= budget else 1
-    k_max = int(min(k_max, capacity // prompt_kv)) if prompt_kv > 0 else k_max
+    k_max = prefill_k_max(prefill or dep, w)
     return 0 if d_max < 1 or k_max < 1 else d_max * len(prefill_batches(k_max))
 
 
@@ -226,6 +222,7 @@ class SearchSize:
     configurations: int  # layouts x concurrency (x prefill batch), every mode
     peak_bytes: float  # estimated peak memory of the search, every process together
     workers: int  # processes evaluating layouts
+    pool_pairs: int = 0  # disaggregated decode layouts also evaluated with a prefill pool of another layout
 
     @property
     def over_budget(self) -> bool:
@@ -240,6 +237,7 @@ class SearchSize:
     def describe(self) -> str:
         """'4,646 layouts x 2 modes, 171,234,567 configurations, about 42.8 GB peak memory (2 processes)'."""
         modes = f" x {self.modes} modes" if self.modes > 1 else ""
+        modes += f" + {self.pool_pairs:,} prefill-pool pairings" if self.pool_pairs else ""
         procs = f" ({self.workers} processes)" if self.workers > 1 else ""
         return (f"{self.layouts:,} layouts{modes}, {self.configurations:,} configurations, about "
                 f"{self.peak_bytes / 1e9:,.1f} GB peak memory{procs}")
@@ -252,6 +250,10 @@ def estimate_size(deployments: list[Deployment], workloads: list[Workload], work
     per process)."""
     lim = search_limits()
     count = sum(configurations(d, w) for w in workloads for d in deployments)
+    # prefill pools of their own layout (evaluate.pool_pairs: prices each layout's prefill step once)
+    pairs = [(deployments[j], pre, w) for w in workloads if w.disaggregated for j, pre in pool_pairs(deployments, w)]
+    count += sum(configurations(d, w, pre) for d, pre, w in pairs)
     tables = min(len(deployments), TABLES_KEPT * max(1, workers)) * float(lim["bytes_per_layout"])
     return SearchSize(layouts=len(deployments), modes=len(workloads), configurations=int(count),
-                      peak_bytes=tables + count * float(lim["bytes_per_configuration"]), workers=int(workers))
+                      peak_bytes=tables + count * float(lim["bytes_per_configuration"]), workers=int(workers),
+                      pool_pairs=len(pairs))

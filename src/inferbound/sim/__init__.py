@@ -26,7 +26,7 @@ from ..deploy.deployment import Deployment, make_deployment
 from ..deploy.prefix import active as prefix_active, request_prefix
 from ..workloads.lengths import dataset_profile, from_dataset
 from ..workloads.requests import Request, poisson, read_trace
-from .config import runtime_with, sim_config
+from .config import pool_configs, runtime_with, sim_config
 from .event_loop import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
 from .metrics import request_table, summarize
@@ -81,7 +81,8 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
              input_dist: str | None = None, output_dist: str | None = None,
              concurrency: int | None = None, think_time: float = 0.0, dataset: str | None = None,
              slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None, slo_e2e_ms: float | None = None,
-             progress: bool | Callable[[int, int], None] = False, **deployment_kwargs) -> SimResult:
+             progress: bool | Callable[[int, int], None] = False, prefill_layout=None, decode_layout=None,
+             **deployment_kwargs) -> SimResult:
     """Simulate serving ``requests`` Poisson arrivals at ``rate`` req/s (``inf``: all at once), a trace,
     or ``concurrency`` closed-loop clients (each sends its next request when the previous completes,
     after a think time drawn per client, exponential of mean ``think_time`` seconds from ``seed``
@@ -96,6 +97,10 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     ``dataset``: a bundled length profile (data/datasets.yaml): its published means (and spread, drawn as
     normal, where published) replace the lengths.
     ``progress``: True for a rich progress bar, or a callback(done, total).
+    ``prefill_layout`` / ``decode_layout``: disaggregated pools with their own layouts (deploy/pools.py,
+    ``"tp=1,dp=8,ep=8,attention_dp=1"``; needs ``prefill_replicas`` and ``decode_replicas``): each pool a
+    replica of that layout with its own step model, block pool and caps; KV transfers share the lanes
+    fairly (sim/transfers.py).
     """
     dep = deployment or make_deployment(**deployment_kwargs)
     notes = []
@@ -103,9 +108,16 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
         if trace is not None or input_dist or output_dist:
             raise ValueError("dataset and trace/input_dist/output_dist given together; allowed: one of them")
         input_len, output_len, input_dist, output_dist, notes = _dataset_lengths(dataset)
-    rt = runtime_with(dep, block_size=block_size, token_budget=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-                      memory_fraction=memory_fraction, preemption=preemption)
-    cfg = sim_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks, seed)
+    over = dict(block_size=block_size, token_budget=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                memory_fraction=memory_fraction, preemption=preemption)
+    rt = runtime_with(dep, **over)
+    decode = None
+    if prefill_layout or decode_layout:  # disaggregated pools with their own layouts (deploy/pools.py)
+        dep, cfg, decode = pool_configs(dep, over, prefill_layout, decode_layout, prefill_replicas,
+                                        decode_replicas, num_blocks, seed)
+        rt = runtime_with(dep, **over)
+    else:
+        cfg = sim_config(dep, rt, replicas, prefill_replicas, decode_replicas, num_blocks, seed)
     for name, v in (("slo_ttft_ms", slo_ttft_ms), ("slo_tpot_ms", slo_tpot_ms), ("slo_e2e_ms", slo_e2e_ms)):
         if v is not None and not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
             raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
@@ -118,14 +130,17 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     reqs, prefix_notes = _with_prefixes(reqs, rt)
     notes = notes + prefix_notes
     if progress is True:
-        run = _with_progress_bar(dep, reqs, cfg, source)
+        run = _with_progress_bar(dep, reqs, cfg, source, decode)
     else:
-        run = simulate_run(dep, reqs, cfg, progress or None, source)
+        run = simulate_run(dep, reqs, cfg, progress or None, source, decode)
     slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
     summary = summarize(run, slo)
     summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None,
                    think_time_s_mean=source.mean_think() if source is not None else None,
                    notes=notes, **_feature_summary(run, cfg))
+    if decode is not None:  # the pools' own layouts (deploy/pools.py)
+        summary.update(prefill_layout=dep.label(), decode_layout=decode[0].label(),
+                       decode_kv_blocks_per_replica=decode[1].num_blocks)
     return SimResult(summary, run, dep)
 
 
@@ -138,8 +153,8 @@ def _with_prefixes(reqs: list[Request], rt) -> tuple[list[Request], list[str]]:
     if named or not prefix_active(rt):
         return reqs, []
     out = []
-    for r in reqs:
-        pid, plen = request_prefix(rt, r.input_len)
+    for i, r in enumerate(reqs):
+        pid, plen = request_prefix(rt, r.input_len, i)
         out.append(replace(r, prefix_id=pid, prefix_len=plen) if plen > 0 else r)
     return out, []
 
@@ -171,10 +186,10 @@ def _dataset_lengths(name: str):
     return i, o, f"normal:{p['input_mean']}:{p['input_std']}", f"normal:{p['output_mean']}:{p['output_std']}", note
 
 
-def _with_progress_bar(dep, reqs, cfg, source=None) -> Run:
+def _with_progress_bar(dep, reqs, cfg, source=None, decode=None) -> Run:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task("requests", total=len(reqs))
-        return simulate_run(dep, reqs, cfg, lambda done, total: bar.update(task, completed=done), source)
+        return simulate_run(dep, reqs, cfg, lambda done, total: bar.update(task, completed=done), source, decode)

@@ -13,6 +13,8 @@ block returned goes through the replica's ``pool.release``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .batch import Prefilling
@@ -51,17 +53,27 @@ class StepApply:
         """The decoding sequences among the first ``n`` whose generated tokens reach their target leave at
         ``end``, their blocks returned to the pool and their prefix references released; their rids."""
         dec, ledger = self.dec, self.ledger
-        fin = dec.generated[:n] >= dec.target[:n]
-        if not np.count_nonzero(fin):
-            dec.due = dec.to_go()
+        left = dec.target[:n] - dec.generated[:n]  # tokens still to go; <= 0: finished
+        cols = (left <= 0).nonzero()[0]
+        if not cols.size:
+            dec.due, dec.exact = (float(np.minimum.reduce(left)) if n else math.inf), True
             return []
-        rids = dec.rid[:n][fin].tolist()
-        self.pool.release(int(np.add.reduce(dec.blocks[:n][fin])))  # whole numbers: exact in any order
-        if self.cache is not None:
-            for pid, depth in zip(dec.pid[:n][fin].tolist(), dec.depth[:n][fin].tolist()):
-                self._release_prefix(pid, depth, end)
-        dec.keep(~fin)
-        dec.due = dec.to_go()
+        if cols.size == 1:  # one finish (the common case): plain indexing, the columns after it move down
+            j = int(cols[0])
+            rids = [int(dec.rid[j])]
+            self.pool.release(int(dec.blocks[j]))
+            if self.cache is not None:
+                self._release_prefix(int(dec.pid[j]), float(dec.depth[j]), end)
+            dec.drop(j)
+        else:
+            rids = dec.rid[cols].tolist()
+            self.pool.release(int(np.add.reduce(dec.blocks[cols])))  # whole numbers: exact in any order
+            if self.cache is not None:
+                for pid, depth in zip(dec.pid[cols].tolist(), dec.depth[cols].tolist()):
+                    self._release_prefix(pid, depth, end)
+            dec.keep(left > 0)
+        left[cols] = math.inf  # the columns left: min of the rest is to_go (inf when none is left)
+        dec.due, dec.exact = float(np.minimum.reduce(left)), True
         for rid in rids:
             ledger.generated[rid] = ledger.output[rid]
             ledger.finish_s[rid] = end

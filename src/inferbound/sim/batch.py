@@ -3,8 +3,10 @@
 Decoding sequences are the columns 0..n−1 of named numpy rows (one float matrix, one integer matrix),
 so a scheduler step updates the whole batch in a few numpy operations and moving or dropping a column
 moves every field in two. ``due`` is a lower bound on the fewest output tokens any decoding sequence
-still needs (min(target − generated)): without speculative decoding every decode step lowers it by one,
-and while it stays above zero no sequence can have finished, so the step skips the check. ``last_all``
+still needs (min(target − generated)), that minimum itself while ``exact`` (a removed column may raise
+the minimum; a run of decode-only steps reads an exact ``due`` instead of recomputing it): without
+speculative decoding every decode step lowers it by one, and while it stays above zero no sequence can
+have finished, so the step skips the check. ``last_all``
 is the time of every column's last token when they all share one (a decode step sets them all to its
 end; NaN once a column with another time joins): the step's gaps are then one value without a
 comparison, and the ``last_s`` row is written only when a column with another time joins or a column
@@ -24,11 +26,12 @@ class DecodeBatch:
 
     FLOATS = ("cached", "generated", "target", "blocks", "admitted", "last_s", "depth")
     INTS = ("rid", "pid")
-    __slots__ = ("n", "_f", "_i", "cg", "due", "last_all", "deep") + FLOATS + INTS
+    __slots__ = ("n", "_f", "_i", "cg", "due", "exact", "last_all", "deep") + FLOATS + INTS
 
     def __init__(self, capacity: int):
         self.n = 0
         self.due = math.inf  # a lower bound on min(target − generated) over the columns
+        self.exact = True  # whether ``due`` is that minimum itself (to_go()); a removed column may raise it
         self.last_all = math.nan  # last_s of every column when they are all equal, else NaN
         self.deep = False  # whether a column may reference prefix blocks (False: every depth is 0)
         self._f = np.zeros((len(self.FLOATS), capacity))
@@ -77,6 +80,7 @@ class DecodeBatch:
         k = self.n
         self._f[:, j] = self._f[:, k]
         self._i[:, j] = self._i[:, k]
+        self.exact = False  # ``due`` stays a lower bound
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep the columns where ``mask`` (over 0..n−1) is true, in order."""
@@ -85,6 +89,14 @@ class DecodeBatch:
         self._f[:, :m] = self._f.take(idx, axis=1)
         self._i[:, :m] = self._i.take(idx, axis=1)
         self.n = m
+
+    def drop(self, j: int) -> None:
+        """Drop column j, the columns after it moving down one (keep with only j false: the order kept)."""
+        n = self.n
+        if j < n - 1:
+            self._f[:, j:n - 1] = self._f[:, j + 1:n]  # overlapping slices: numpy copies through a buffer
+            self._i[:, j:n - 1] = self._i[:, j + 1:n]
+        self.n = n - 1
 
     def to_go(self) -> float:
         """min(target − generated) over the columns (inf if none): the exact value of ``due``."""

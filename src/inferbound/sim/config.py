@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..deploy.deployment import Deployment
 from ..deploy.offload import defaults as offload_defaults
+from ..deploy.pools import pool_deployment
 from ..deploy.runtime import Runtime, resolve
 from ..deploy.speculative import spec_of
 from .blocks import host_blocks, kv_capacity_blocks
@@ -63,4 +64,24 @@ def sim_config(dep: Deployment, rt: Runtime | None = None, replicas=None, prefil
                      chunked_prefill=rt.chunked_prefill, mixed_batches=rt.mixed_batches, engine=rt.describe(),
                      spec=spec_of(rt), prefix_caching=bool(rt.prefix_caching),
                      device_blocks=blocks if host else None,
-                     host_overlap=float(offload_defaults()["overlap"]["value"]), seed=int(seed))
+                     host_overlap=float(offload_defaults()["overlap"]["value"]), seed=int(seed),
+                     scheduler_steps=int(rt.scheduler_steps))
+
+
+def pool_configs(dep: Deployment, overrides: dict, prefill_layout, decode_layout, prefill_replicas, decode_replicas,
+                 num_blocks=None, seed: int = 0) -> tuple[Deployment, SimConfig, tuple | None]:
+    """Disaggregated pools with their own layouts (deploy/pools.py): (prefill deployment, its SimConfig,
+    (decode deployment, its SimConfig) or None when neither layout is given). Each pool's runtime is its own
+    deployment's with the simulator's ``overrides`` (runtime_with) on top; ``num_blocks`` sizes both pools."""
+    if not prefill_layout and not decode_layout:
+        return dep, sim_config(dep, runtime_with(dep, **overrides), None, prefill_replicas, decode_replicas,
+                               num_blocks, seed), None
+    if not (prefill_replicas and decode_replicas):
+        raise ValueError(f"prefill_layout={prefill_layout!r}, decode_layout={decode_layout!r} are for "
+                         f"disaggregated mode; allowed: with prefill_replicas >= 1 and decode_replicas >= 1 "
+                         f"(got {prefill_replicas or 0} and {decode_replicas or 0})")
+    pre = pool_deployment(dep, prefill_layout, "prefill_layout")
+    dec = pool_deployment(dep, decode_layout, "decode_layout")
+    cfg = sim_config(pre, runtime_with(pre, **overrides), None, prefill_replicas, decode_replicas, num_blocks, seed)
+    d_cfg = sim_config(dec, runtime_with(dec, **overrides), None, prefill_replicas, decode_replicas, num_blocks, seed)
+    return pre, cfg, (dec, d_cfg)

@@ -16,16 +16,20 @@ c_j + s, and nothing else changes until one of
   loop's ``horizon``); a step of the run starts only before it (an event at a step's start is applied
   before that step is planned, so the step-by-step path would see it).
 
-Step s's time and power are StepModel prices at contexts c_j + s: the first steps one by one
-(``StepModel.step``, as the step-by-step path), the rest in one vectorized ``StepModel.price`` over the
-run's steps (of_sequences' decode-only load with the steps on an axis: per attention kind the pairs and
-the cached tokens read are both Σ_j kind_reads(c_j + s + 1)), equal to the scalar path to 1e-12
-(tests/test_sim_fast_paths.py). Step ends are summed in order (e_s = e_{s−1} + t_s, as the event loop
-meets them), so every timestamp, gap and sample equals the step-by-step path's within float rounding
-(tests/test_sim_fastpath.py, with ``SimConfig.decode_runs`` off as the reference). The run's samples
-go to the ledger in one call, its gaps as one duration per step for all n sequences, and its blocks
-through one ``BlockManager.allocate``; a run costs a few numpy operations plus one price per step, not
-the three phases of a planned step.
+Step s's time and power are StepModel prices at contexts c_j + s. The first steps are priced one by one:
+on the step model's scalar path (FAST_STEPS of them) by ``StepModel.decode_run`` (the tables read once
+for the run's n, the decode sums D_0 + n·s), the floats of ``StepModel.step`` itself
+(tests/test_sim_scalar_parity.py); on its general path (pipeline stages, state-space layers, grid tables;
+SCALAR_STEPS of them) by ``StepModel.step``, as the step-by-step path. The rest go in one vectorized
+``StepModel.price`` over the run's steps (of_sequences' decode-only load with the steps on an axis: per
+attention kind the pairs and the cached tokens read are both Σ_j kind_reads(c_j + s + 1)), equal to the
+scalar path to 1e-12 (tests/test_sim_fast_paths.py). After k steps sequence j holds max(H_j, ⌈(c_j +
+k)/bs⌉) blocks (one more where r_j < k when k <= bs and every r_j < bs). Step ends are summed in order
+(e_s = e_{s−1} + t_s, as the event loop meets them), so every timestamp, gap and sample equals the
+step-by-step path's within float rounding (tests/test_sim_fastpath.py, with ``SimConfig.decode_runs`` off
+as the reference). The run's samples go to the ledger in one call, its gaps as one duration per step for
+all n sequences, and its blocks through one ``BlockManager.allocate``; a run costs a few numpy operations
+plus one price per step, not the three phases of a planned step.
 """
 from __future__ import annotations
 
@@ -35,7 +39,8 @@ from ..operators import attention_kinds, kind_reads
 from ..pricing.energy import power_w
 from ..step.contract import StepLoad, of_sequences
 
-SCALAR_STEPS = 24  # steps priced one by one before the rest go in one vectorized call (≈ its fixed cost)
+SCALAR_STEPS = 24  # general path: steps priced one by one before the rest go in one vectorized call
+FAST_STEPS = 96  # scalar path: the same, StepModel.decode_run's steps (~7 µs each; a vectorized call ~0.5 ms)
 MAX_RUN = 1024  # steps planned at most in one run (bounds the arrays: MAX_RUN × max_num_seqs floats)
 
 
@@ -118,14 +123,47 @@ def _vector_steps(rep, run: _Run, ctx: np.ndarray, horizon: float, steps: int, p
             run.add(d[i], w[i], used0 + run.taken, n, index)
 
 
-def decode_run(rep, t: float, horizon: float):
+def _fast_steps(run: _Run, price, steps: int, horizon: float, per, free: int, n: float, index: float,
+                used0: float) -> None:
+    """Steps 0.. of the run priced by ``price(s)`` (StepModel.decode_run), each starting before ``horizon``
+    (the first always) and its blocks within ``free``: what _Run.add records, on local variables."""
+    s, e, taken, samples, gaps, busy, energy = 0, run.e, 0, run.samples, run.gaps, run.busy, run.energy
+    while s < steps and (not s or e < horizon):
+        if per is not None:
+            a = per[s]
+            if taken + a > free:
+                break
+            taken += a
+        d, w = price(s)
+        start = e
+        e = start + d  # as the event loop meets the step ends
+        samples += (start, d, n, 0.0, 0.0, n, used0 + taken, index, w)  # ledger.SAMPLE_FIELDS
+        gaps.append(e - start)
+        busy += d
+        energy += w * d
+        s += 1
+    run.s, run.e, run.taken, run.busy, run.energy = s, e, taken, busy, energy
+
+
+def decode_run(rep, t: float, horizon: float, burst: int = 0):
     """Plan and apply a run of decode-only steps of ``rep`` from ``t`` (module docstring); returns
     (end of its last step, finished rids, []) as Replica.start_step, or None when no run applies (the
-    first step needs blocks the pool lacks: the step-by-step path plans it, preempting)."""
+    first step needs blocks the pool lacks: the step-by-step path plans it, preempting).
+
+    ``burst`` N >= 2: one multi-step scheduler call (vLLM V0 ``--num-scheduler-steps N``,
+    deploy/engine_modes.py): N steps of the whole batch whatever ``horizon`` (nothing is admitted between
+    them) and whichever sequence reaches its target first (vLLM runs the N steps and drops the tokens past a
+    sequence's end; such a sequence leaves at the burst's end), fewer only where the pool runs out of blocks.
+    Every sequence's tokens reach the client together at the end: one inter-token gap per sequence and burst,
+    end − its previous token's time, as a streaming benchmark records one gap per chunk received
+    (sglang.bench_serving / vLLM benchmark_serving.py: ``itl.append(timestamp - most_recent_timestamp)`` per
+    chunk). The first token of a burst thus waits N steps, the others 0: the gap is recorded once per chunk."""
     dec, pool, ledger = rep.dec, rep.pool, rep.ledger
     n = dec.n
-    to_go = int(dec.to_go())
-    steps = min(to_go, MAX_RUN)  # the step that finishes a sequence is the run's last
+    to_go = int(dec.due if dec.exact else dec.to_go())  # min(target − generated)
+    steps = min(to_go, MAX_RUN) if not burst else min(int(burst), MAX_RUN)  # a finish ends a plain run
+    if burst:
+        horizon = float("inf")
     ctx = dec.cached[:n]
     per = first = None
     bs = pool.block_size
@@ -134,34 +172,47 @@ def decode_run(rep, t: float, horizon: float):
         if float(np.minimum.reduce(first)) < 0:  # blocks short of the cached tokens: not a run's state
             return None
         per = blocks_per_step(first, bs, steps)
-    free, price = pool.free, rep.pricer.price
-    mode = "stream" if t == rep.last_end else "isolated"
+    free = pool.free
+    fast = rep.sm.decode_run(ctx) if rep.pricer.spec is None else None  # StepModel.step of ctx + s, per run
     run = _Run(t, rep.busy_s, rep.energy_j_per_gpu)
     n_f, index, used0 = float(n), float(rep.index), float(pool.used())
-    limit = min(steps, SCALAR_STEPS)
-    while run.s < limit and (not run.s or run.e < horizon):
-        if per is not None:
-            a = per[run.s]
-            if run.taken + a > free:
-                break
-            run.taken += a
-        d, w = price(ctx + run.s, (), mode)
-        mode = "stream"
-        run.add(d, w, used0 + run.taken, n_f, index)
+    if fast is not None:  # the first FAST_STEPS priced by the run's scalar closure: step's own numbers
+        limit = min(steps, FAST_STEPS)
+        _fast_steps(run, fast, limit, horizon, per, free, n_f, index, used0)
+    else:
+        price, mode = rep.pricer.price, "stream" if t == rep.last_end else "isolated"
+        limit = min(steps, SCALAR_STEPS)
+        while run.s < limit and (not run.s or run.e < horizon):
+            if per is not None:
+                a = per[run.s]
+                if run.taken + a > free:
+                    break
+                run.taken += a
+            d, w = price(ctx + run.s, (), mode)
+            mode = "stream"
+            run.add(d, w, used0 + run.taken, n_f, index)
     if run.s == 0:
         return None
     if run.s == limit < steps and run.e < horizon:
         _vector_steps(rep, run, ctx, horizon, steps, per, free)
     k = run.s
-    if run.taken:
+    if run.taken:  # each sequence then holds max(H_j, ⌈(c_j + k)/bs⌉) blocks, prefix depth included
         pool.allocate(run.taken)
-        dec.blocks[:n] += np.where(first < k, np.floor((k - 1 - first) / bs) + 1.0, 0.0)
+        if k <= bs and float(np.maximum.reduce(first)) < bs:  # one block at most: the one of step r_j < k
+            dec.blocks[:n] += first < k
+        else:
+            want = np.ceil((ctx + k) / bs)
+            if dec.deep:
+                want -= dec.depth[:n]
+            np.maximum(dec.blocks[:n], want, out=dec.blocks[:n])
     ledger.record_step_values(run.samples)
-    if dec.last_all == t:  # the first step's gaps, as Replica._apply_decodes records them
+    if burst:  # one chunk of k tokens per sequence: one gap each, from its previous token to the burst's end
+        ledger.record_gaps(run.e, dec.lasts(), t)
+    elif dec.last_all == t:  # the first step's gaps, as Replica._apply_decodes records them
         ledger.record_equal_gaps(run.gaps[0], n)
     else:
         ledger.record_gaps(t + run.samples[1], dec.lasts(), t)
-    if k > 1:  # every later step: all n waited exactly the step before
+    if k > 1 and not burst:  # every later step: all n waited exactly the step before
         ledger.record_equal_gap_run(run.gaps[1:], n)
     dec.cg[:, :n] += float(k)
     end = run.e
@@ -169,6 +220,6 @@ def decode_run(rep, t: float, horizon: float):
     rep.busy_s, rep.energy_j_per_gpu = run.busy, run.energy
     rep.last_end = end
     if k < to_go:  # no sequence finished: at least to_go − k tokens to go for each
-        dec.due = float(to_go - k)
+        dec.due, dec.exact = float(to_go - k), True
         return end, [], []
     return end, rep._finish_decodes(end, n), []

@@ -16,15 +16,18 @@ Modes
   requests (queued + running), lowest index on ties.
 - disaggregated (Splitwise / DistServe style): ``prefill_replicas`` replicas run prompts only; the
   step that finishes a prompt emits the first token there, so TTFT is measured on the prefill side
-  and excludes the transfer. The prompt's KV, kv_bytes_per_gpu(prompt) per GPU (each GPU sends its
-  own shard in parallel), then crosses the link in  bytes / (bandwidth · efficiency) + latency,
-  and the request joins the least-loaded of ``decode_replicas`` replicas. The transfer (and any wait
+  and excludes the transfer. The request is then given to the least-loaded of ``decode_replicas``
+  replicas (SGLang's decode server pre-allocates the KV before the transfer) and its prompt's KV
+  crosses the link: one GPU's shard of it (workloads/disagg.transfer_bytes) at the link's effective
+  bandwidth, shared fairly with the other transfers on the same lanes of either replica (sim/transfers.py:
+  n transfers on one lane each move at bandwidth/n), then the link latency. The transfer (and any wait
   there) therefore lands in the second token's gap, the first ITL. The prefill blocks are freed when
   the transfer completes. Link: the GPU's scale-out NIC (``topology.network_link``) when it has one,
-  else PCIe (``topology.pcie_link``); transfers do not contend with each other. Both pools use the
-  same deployment.
+  else PCIe (``topology.pcie_link``). The decode pool may run its own deployment (another layout,
+  deploy/pools.py: ``decode`` = (deployment, SimConfig)) with its own step model, block pool and caps.
 
-Events (:class:`StepEnd`, :class:`KVArrival`) sit in one heap ordered by (time, push order), so
+Events (:class:`StepEnd`, :class:`KVArrival`, and :class:`LinkDone` when the link queue's next transfer is
+through) sit in one heap ordered by (time, push order), so
 events at the same instant apply in the order they were pushed. A replica may advance several steps in
 one event (a run of decode-only steps, sim/decode_run.py) while each starts before its horizon: the
 next event that may give it work (``horizon`` in simulate_run); the numbers are the step-by-step ones.
@@ -42,7 +45,6 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ..deploy.deployment import Deployment
-from ..deploy.memory import kv_bytes_per_gpu
 from ..deploy.offload import host_link
 from ..deploy.speculative import drafter_for
 from ..deploy.topology import Link, network_link, pcie_link
@@ -54,6 +56,8 @@ from .decode_run import may_run
 from .ledger import Ledger
 from .scheduler import Replica
 from .sources import OpenLoop, Source
+from .transfers import Transfers
+from ..workloads.disagg import transfer_bytes
 
 PREEMPTION = ("recompute", "swap")
 
@@ -81,6 +85,7 @@ class SimConfig:
     host_overlap: float = 1.0  # ω of the host-tier reads (offload.py)
     seed: int = 0  # the acceptance draws of speculative decoding
     decode_runs: bool = True  # advance runs of decode-only steps at once (sim/decode_run.py); False: step by step
+    scheduler_steps: int = 1  # vLLM V0 multi-step: N decode steps per scheduler call (deploy/engine_modes.py)
 
     @property
     def spec_k(self) -> int:
@@ -112,7 +117,9 @@ def kv_link(dep: Deployment) -> Link:
 
 
 def transfer_seconds(dep: Deployment, link: Link, prompt_tokens: int) -> float:
-    return float(kv_bytes_per_gpu(dep.model, dep.dtypes, dep.par, 1, prompt_tokens)) / link.effective_bw + link.latency
+    """One prompt's KV transfer alone on the link: one GPU's shard of the sequence (workloads/disagg.py
+    transfer_bytes) / effective bandwidth + latency."""
+    return transfer_bytes(dep, prompt_tokens) / link.effective_bw + link.latency
 
 
 def _check_fits(requests: list[Request], cfg: SimConfig) -> None:
@@ -146,14 +153,23 @@ class StepEnd(NamedTuple):
 
 
 class KVArrival(NamedTuple):
-    """Request ``rid``'s prompt KV, sent by the prefill ``replica``, reaches the decode side at ``t``: the
-    ``blocks`` it held there are freed and the request queues on a decode replica."""
+    """Request ``rid``'s prompt KV, sent by the prefill ``replica``, reaches decode replica ``dst`` at ``t``:
+    the ``blocks`` it held there are freed and the request queues on ``dst``."""
 
     t: float
     seq: int  # push order, as in StepEnd
     replica: Replica  # the prefill replica the KV left
     rid: int  # ledger index
     blocks: int  # blocks the KV held on the prefill replica
+    dst: Replica | None = None  # the decode replica it was given to (at the handoff)
+
+
+class LinkDone(NamedTuple):
+    """The next transfer's bytes are through at ``t`` (sim/transfers.py), if ``gen`` is still current."""
+
+    t: float
+    seq: int
+    gen: int
 
 
 def replica_extras(dep: Deployment, cfg: SimConfig, block_bytes: float) -> dict:
@@ -169,9 +185,11 @@ def replica_extras(dep: Deployment, cfg: SimConfig, block_bytes: float) -> dict:
 
 
 def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
-                 progress: Callable[[int, int], None] | None = None, source: Source | None = None) -> Run:
+                 progress: Callable[[int, int], None] | None = None, source: Source | None = None,
+                 decode: tuple | None = None) -> Run:
     """Run every request to completion; see the module docstring. ``source`` issues the arrivals
-    (default: each request at its own arrival time, open loop)."""
+    (default: each request at its own arrival time, open loop). ``decode``: (deployment, SimConfig) of a
+    decode pool with its own layout (disaggregated mode; default: ``dep`` and ``cfg``)."""
     if cfg.preemption not in PREEMPTION:
         raise ValueError(f"preemption={cfg.preemption!r} unknown; allowed: {', '.join(PREEMPTION)}")
     _check_fits(requests, cfg)
@@ -189,19 +207,36 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
 
     if cfg.disaggregated:
         front = [make_replica(i, "prefill") for i in range(cfg.prefill_replicas)]
-        back = [make_replica(cfg.prefill_replicas + i, "decode") for i in range(cfg.decode_replicas)]
-        link = kv_link(dep)
+        d_dep, d_cfg = decode if decode is not None else (dep, cfg)
+        if decode is not None:
+            _check_fits(requests, d_cfg)
+            d_sm = StepModel(d_dep, d_cfg.max_num_batched_tokens)
+            d_bb = block_bytes_per_gpu(d_dep, d_cfg.block_size)
+            d_swap = d_bb / pcie_link(d_dep.gpu).effective_bw if d_cfg.preemption == "swap" else 0.0
+            d_extras = replica_extras(d_dep, d_cfg, d_bb)
+            back = [Replica(cfg.prefill_replicas + i, d_sm, BlockManager(d_cfg.num_blocks, d_cfg.block_size), ledger,
+                            d_cfg, d_swap, "decode", d_extras) for i in range(cfg.decode_replicas)]
+        else:
+            back = [make_replica(cfg.prefill_replicas + i, "decode") for i in range(cfg.decode_replicas)]
+        link, d_link = kv_link(dep), kv_link(d_dep)
+        lanes = {r.index: dep.par.attention_groups for r in front}  # one lane per attention group (transfers.py)
+        lanes.update({r.index: d_dep.par.attention_groups for r in back})
+        links = Transfers(lanes)
+        send_bw, recv_bw = link.effective_bw, d_link.effective_bw
+        latency = max(link.latency, d_link.latency)
     else:
         front = back = [make_replica(i, "both") for i in range(cfg.replicas)]
         link = None
     replicas = front if front is back else front + back
     transfers: list[float] = []
+    by_index: dict[int, tuple] = {}  # rid -> (prefill replica, decode replica) of a transfer in flight
+    kv_work: dict = {}  # prompt tokens -> a transfer's seconds at full rate
 
     def least_loaded(pool: list[Replica]) -> Replica:
         return pool[0] if len(pool) == 1 else min(pool, key=lambda r: r.outstanding)
 
     n_requests = len(ledger)
-    heap: list[StepEnd | KVArrival] = []
+    heap: list[StepEnd | KVArrival | LinkDone] = []
     seq = 0  # events pushed so far
     done = in_sys = 0
     area = 0.0
@@ -258,17 +293,34 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
                         progress(done, n_requests)
                 if handoffs:
                     rep.outstanding -= len(handoffs)
-                    for rid, blocks in handoffs:
-                        dt = transfer_seconds(dep, link, ledger.prompt[rid])
-                        transfers.append(dt)
-                        seq += 1
-                        push(heap, event_of(KVArrival, (t + dt, seq, rep, rid, blocks)))
-            else:  # KVArrival: free the prefill copy, queue on a decode replica
-                _, _, rep, rid, blocks = event
+                    for rid, blocks in handoffs:  # given to a decode replica now, its KV queued on the lanes
+                        dst = least_loaded(back)
+                        dst.outstanding += 1
+                        prompt = ledger.prompt[rid]
+                        work = kv_work.get(prompt)
+                        if work is None:  # seconds at a lane's full rate, per prompt length (kept: lengths repeat)
+                            work = kv_work[prompt] = max(transfer_bytes(dep, prompt) / send_bw,
+                                                         transfer_bytes(d_dep, prompt) / recv_bw)
+                        links.start(t, rid, rep.index, dst.index, blocks, work, latency)
+                        by_index[rid] = (rep, dst)
+                    seq += 1
+                    push(heap, event_of(LinkDone, (links.next_done(), seq, links.gen)))
+            elif type(event) is LinkDone:  # bytes through: the KV lands after the link latency
+                if event.gen != links.gen:
+                    continue  # rates changed since it was pushed
+                for rid, _, _, blocks, started, lat in links.finish(t):
+                    src, dst = by_index.pop(rid)
+                    transfers.append(t + lat - started)
+                    seq += 1
+                    push(heap, event_of(KVArrival, (t + lat, seq, src, rid, blocks, dst)))
+                if links.active:
+                    seq += 1
+                    push(heap, event_of(LinkDone, (links.next_done(), seq, links.gen)))
+                continue
+            else:  # KVArrival: free the prefill copy, queue on the decode replica it was given to
+                _, _, rep, rid, blocks, dst = event
                 rep.pool.release(blocks)
-                dst = least_loaded(back)
                 dst.waiting.append(rid)
-                dst.outstanding += 1
                 touched.append(dst)
             touched.append(rep)
         while next_arrival <= t:

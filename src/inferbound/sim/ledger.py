@@ -61,6 +61,22 @@ class Ledger:
     def __len__(self) -> int:
         return len(self.arrival)
 
+    def extend(self, requests: list[Request]) -> None:
+        """Append requests (arriving no earlier than those held) in place, as ``__init__`` records them: the
+        hook of a replica that receives its requests window by window (fleet/replica.py). Lists are
+        extended, never rebound, so every reference the scheduler holds stays valid."""
+        n = len(requests)
+        self.ids.extend(r.id for r in requests)
+        self.arrival.extend(r.arrival_s for r in requests)
+        self.prompt.extend(r.input_len for r in requests)
+        self.output.extend(r.output_len for r in requests)
+        for name, fill in (("generated", 0), ("cached", 0), ("host_blocks", 0), ("last_s", math.nan),
+                           ("admit_s", math.nan), ("first_s", math.nan), ("finish_s", math.nan), ("preempts", 0),
+                           ("hit_tokens", 0), ("computed_tokens", 0)):
+            getattr(self, name).extend([fill] * n)
+        self.prefix_id.extend(r.prefix_id for r in requests)
+        self.prefix_len.extend(r.prefix_len for r in requests)
+
     # -- recording ---------------------------------------------------------------------------------
     def record_gaps(self, end: float, last: np.ndarray, start: float) -> None:
         """Gaps end − last of the decoding sequences of a step that ran from ``start`` to ``end``."""

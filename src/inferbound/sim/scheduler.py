@@ -50,6 +50,9 @@ admission and preemption rules, sim/apply.py applies a step's tokens at its end,
 advances runs of decode-only steps at once (``SimConfig.decode_runs``): while nothing waits or
 prefills, up to the next event that may give the replica work (the event loop's ``horizon``), the
 first finish or the first block the pool cannot give, with the numbers of the step-by-step path.
+With multi-step scheduling (vLLM V0 ``--num-scheduler-steps N``, ``SimConfig.scheduler_steps``;
+deploy/engine_modes.py) a decode-only call is one burst of N steps through the same path
+(decode_run ``burst``): nothing admitted during it, one streamed chunk per sequence at its end.
 """
 from __future__ import annotations
 
@@ -112,6 +115,7 @@ class Replica(BlockRules, StepApply):
         self.device_blocks = cfg.device_blocks  # None: every block is on the GPU
         self.plan = StepPlan()  # the step being planned (start_step)
         self.decode_runs = cfg.decode_runs  # runs of decode-only steps at once (decode_run.py)
+        self.steps_per_call = cfg.scheduler_steps  # multi-step scheduling: decode steps per call (N)
 
     # -- one step ----------------------------------------------------------------------------------
     def start_step(self, t: float, horizon: float | None = None):
@@ -125,7 +129,11 @@ class Replica(BlockRules, StepApply):
         (sim/decode_run.py: the same steps, applied at once), also right after a planned step that
         finished nothing and ends before it. None: one step.
         """
-        if horizon is not None and self.decode_runs and may_run(self):
+        if self.steps_per_call > 1 and self._burst_ready():  # multi-step: N decode steps, nothing admitted
+            run = decode_run(self, t, horizon or 0.0, burst=self.steps_per_call)
+            if run is not None:
+                return run
+        elif horizon is not None and self.decode_runs and may_run(self):
             run = decode_run(self, t, horizon)
             if run is not None:
                 return run
@@ -142,9 +150,17 @@ class Replica(BlockRules, StepApply):
             return self._decode_instead(t) if prefill_only and self.dec.n else None
         out = self._run(plan, t, n_dec)
         if horizon is not None and self.decode_runs and out[0] < horizon and not out[1] and not out[2] \
-                and may_run(self):  # nothing can come before the next step starts: a run follows on
+                and may_run(self) and self.steps_per_call == 1:  # nothing can come before the next step starts: a run follows on
             return decode_run(self, out[0], horizon) or out
         return out
+
+    def _burst_ready(self) -> bool:
+        """Multi-step scheduling (vLLM V0 ``--num-scheduler-steps``): the next call is a burst of N decode steps
+        (decode_run ``burst``) when the batch decodes only: no prompt prefilling and none admissible now (a
+        call with prefills runs a single step, vLLM's "Force Single Step", issue #7528); decoding only
+        without drafts or a host tier (the burst runs the decode-run path)."""
+        return (self.dec.n > 0 and not self.prefilling and not self.spec_k and self.device_blocks is None
+                and not (self.waiting and self._admissible()))
 
     def _schedule_decodes(self, plan: StepPlan) -> None:
         """(1) Every decoding sequence takes k + 1 tokens of the budget (one without speculative decoding)
@@ -200,11 +216,11 @@ class Replica(BlockRules, StepApply):
         while self.waiting and left > 0 and dec.n + len(self.prefilling) < self.max_seqs:
             rid = self.waiting[0]
             total = ledger.prompt[rid] + ledger.generated[rid]
-            cached, pid, depth, _ = self._admission(rid, ledger.cached[rid], total, left)
+            # blocks for min(C + left, K) = C + chunk tokens: the first chunk's own (or, reserve_full, all)
+            cached, pid, depth, need_b = self._admission(rid, ledger.cached[rid], total, left)
             chunk = min(total - cached, left)
             if not self.chunked and chunk < total - cached:
                 break
-            _, _, _, need_b = self._admission(rid, ledger.cached[rid], total, chunk)
             if self.cache is not None:
                 self.cache.acquire(pid, depth, t)  # the hit's blocks are not evictable for our own room
             if not self._room(need_b):

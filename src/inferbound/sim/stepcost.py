@@ -1,9 +1,9 @@
 """Price one simulated step under the engine's features: speculative decoding and the host KV tier.
 
 Without them a step is ``StepModel.step(decode contexts, chunks, mode)``. With speculative decoding
-(speculative.py) each of the n decoding sequences is verified as a chunk of k + 1 tokens after its C
-cached ones, n·(k + 1) logits rows beside the prefill chunks' (step.of_sequences priced by
-``StepModel.price``); the draft then runs k passes over the n sequences, the first with the step's
+(speculative.py) each of the n decoding sequences is verified as a decode read of k + 1 query tokens
+after its C cached ones, n·(k + 1) logits rows beside the prefill chunks' (step/speculative.py
+verify_sequences_load priced by ``StepModel.price``); the draft then runs k passes over the n sequences, the first with the step's
 prefill chunks beside them (the draft's own ``StepModel.step``), each less the engine's per-step fixed
 cost (step/speculative.draft_fixed_s). A verified sequence gains 1 + j tokens, j accepted drafts drawn
 i.i.d. per step: P(j ≥ i) = a^i for i ≤ k, so j = min(k, ⌊ln u / ln a⌋) for u uniform on (0, 1]
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..pricing.energy import power_w
-from ..step.speculative import draft_fixed_s, with_verify_host
 from ..step.contract import of_sequences
+from ..step.speculative import draft_fixed_s, verify_sequences_load, widened, with_verify_host
 
 
 class StepPricer:
@@ -34,6 +34,7 @@ class StepPricer:
         self.overlap = float(cfg.host_overlap)
         self.rng = np.random.default_rng(cfg.seed)
         self.a = 0.0 if self.spec is None else float(self.spec.acceptance)
+        self.surv = np.zeros(1) if self.spec is None else self.spec.survival()
         if self.spec is None:  # nothing to add: the step model's own price (one call less per step)
             self.price = sm.step
 
@@ -42,11 +43,11 @@ class StepPricer:
         n = len(dec_ctx)
         if self.spec is None or (n == 0 and self.dsm is None):
             return self.sm.step(dec_ctx, chunks, mode)
-        if n:
-            k1 = self.k + 1
-            load = of_sequences(self.dep.model, (), [float(c) for c in dec_ctx] + [float(p) for p, _ in chunks],
-                                [float(k1)] * n + [float(c) for _, c in chunks], sampled=n * k1 + len(chunks))
-            cost = with_verify_host(self.dep, self.sm.price(load, mode), n, self.k)
+        if n:  # the verify pass read as a decode of q = k + 1 (a tree: N) tokens (step/speculative.py)
+            q, m = self.spec.verify_tokens, self.spec.match
+            load = verify_sequences_load(self.dep.model, dec_ctx, q, [float(p) for p, _ in chunks],
+                                         [float(c) for _, c in chunks], m)
+            cost = with_verify_host(self.dep, self.sm.price(load, mode), n * m, q - 1)
             t = float(cost.time)
             w = float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
         else:
@@ -57,7 +58,12 @@ class StepPricer:
         t1, w1 = self.dsm.step(dec_ctx, chunks, "stream")
         parts = [(t, w), (max(t1 - float(draft_fixed_s(dr, n + len(chunks))), 0.0), w1)]
         if n and self.k > 1:
-            tr, wr = self.dsm.step(dec_ctx, (), "stream")
+            if self.spec.topk > 1:  # a tree: its t candidates per sequence (step/speculative.widened)
+                c = self.dsm.price(widened(of_sequences(dr.model, dec_ctx), self.spec.topk), "stream")
+                tr = float(c.time)
+                wr = float(power_w(dr.deployment.gpu, dr.deployment.compute_dtype, c.flops, c.bytes, tr))
+            else:
+                tr, wr = self.dsm.step(dec_ctx, (), "stream")
             parts.append(((self.k - 1) * max(tr - float(draft_fixed_s(dr, n)), 0.0), wr))
         total = sum(s for s, _ in parts)
         return total, sum(s * x for s, x in parts) / total if total > 0 else w
@@ -67,11 +73,12 @@ class StepPricer:
         speculative decoding."""
         if self.spec is None or n == 0:
             return np.ones(n)
-        if self.a <= 0:
+        if self.surv[0] <= 0:
             return np.ones(n)
         u = 1.0 - self.rng.random(n)  # (0, 1]
-        j = np.minimum(np.floor(np.log(u) / np.log(self.a)), self.k)
-        return 1.0 + j
+        # j = #{i: u <= P(j >= i)} (speculative.Spec.survival; the i.i.d. chain's P_i = a^i gives the same
+        # draw as min(k, floor(ln u / ln a)))
+        return 1.0 + np.count_nonzero(u[:, None] <= self.surv[None, :], axis=1)
 
     def host_seconds(self, blocks_in_host: int, run_s: float) -> float:
         """max(0, t_host − ω·t) for ``blocks_in_host`` blocks read over the host link in a step of run_s."""

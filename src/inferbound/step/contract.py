@@ -44,6 +44,7 @@ the stage work tabulated over T and S; its parity with ``price`` is tested.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import zip_longest
 
 import numpy as np
 
@@ -75,7 +76,8 @@ class StepLoad:
 
     def __add__(self, other: "StepLoad") -> "StepLoad":
         """Two sets of sequences in one step."""
-        att = {k: tuple(a + b for a, b in zip(self.attention[k], other.attention[k])) for k in self.attention}
+        att = {k: tuple(a + b for a, b in zip_longest(self.attention[k], other.attention[k], fillvalue=0.0))
+               for k in self.attention}  # a verify pass's fourth entry (step/speculative.py) kept
         return StepLoad(self.tokens + other.tokens, self.sampled + other.sampled, self.sequences + other.sequences,
                         att, self.seqgroups + other.seqgroups)
 
@@ -134,23 +136,38 @@ def sequence_sums(dec: np.ndarray, chunk_past, chunk_new, kinds) -> tuple[dict, 
         past, new = [float(p) for p in chunk_past], [float(n) for n in chunk_new]
     elif n_chunks:
         past, new = np.asarray(chunk_past, dtype=float), np.asarray(chunk_new, dtype=float)
-    after = dec + 1.0 if dec.size else None  # a decode's length once it adds its token
+    n_dec = dec.size
+    # full attention reads every token: Σ_j (c_j + 1) = Σ_j c_j + n (whole numbers: exact), no array built
+    full = float(np.add.reduce(dec)) + n_dec if n_dec else 0.0
+    after = None  # a decode's length once it adds its token, built for a window or chunk kind
     att = {}
     for kind in kinds:
-        d = float(np.add.reduce(kind_reads(kind, after))) if dec.size else 0.0
+        if not n_dec:
+            d = 0.0
+        elif kind[0] == "full":
+            d = full
+        else:
+            if after is None:
+                after = dec + 1.0
+            d = float(np.add.reduce(kind_reads(kind, after)))
         if scalar:
             pairs = cached = 0.0
-            for p, n in zip(past, new):
-                a, c = sequence_attention(kind, p, n, SCALAR)
-                pairs += a
-                cached += c
+            if kind[0] == "full":  # sequence_attention written out: pairs n·p + n(n + 1)/2, reads p + n
+                for p, n in zip(past, new):
+                    pairs += n * p + n * (n + 1) / 2
+                    cached += p + n
+            else:
+                for p, n in zip(past, new):
+                    a, c = sequence_attention(kind, p, n, SCALAR)
+                    pairs += a
+                    cached += c
             att[kind] = (d, pairs, d + cached)
         elif n_chunks:
             p_pairs, p_cached = sequence_attention(kind, past, new)
             att[kind] = (d, float(p_pairs.sum()), d + float(p_cached.sum()))
         else:
             att[kind] = (d, 0.0, d)
-    return att, float(dec.size + (sum(new) if scalar else new.sum() if n_chunks else 0.0))
+    return att, float(n_dec + (sum(new) if scalar else new.sum() if n_chunks else 0.0))
 
 
 def stages_of(dep) -> list[tuple[list[LayerGroup] | None, bool, bool]]:
@@ -241,13 +258,18 @@ def graph_step(dep, mb: StepLoad) -> tuple[StepLoad, object]:
     """(the micro-batch as the graph runs it, graph kind): a decode-only micro-batch (T = its sequences) is
     keyed by its sequences per attention-DP rank, a step with prefill tokens by its tokens per rank; where
     the plan captures that size the step's T becomes the padded size times the ranks (graphs.padded) and
-    its kind graphs.FULL or PIECEWISE, else it is unchanged and EAGER. Arrays broadcast."""
+    its kind graphs.FULL or PIECEWISE, else it is unchanged and EAGER. Arrays broadcast. A speculative verify
+    pass (T = sequences + its extra queries, the attention sums' fourth entry) replays the decode graph:
+    vLLM captures uniform decode batches of 1 + num_speculative_tokens query tokens per request as full
+    graphs (uniform_decode_query_len, vllm/v1/cudagraph_dispatcher.py), SGLang its TARGET_VERIFY graphs
+    (sglang/srt/model_executor/cuda_graph_runner.py)."""
     plan = graph_plan(dep)
     if plan.decode == G.EAGER and plan.mixed == G.EAGER:
         return mb, G.EAGER
     g = float(dep.par.attention_groups)
     tokens = np.asarray(mb.tokens, dtype=float)
-    decode = np.abs(tokens - np.asarray(mb.sequences, dtype=float)) < 1e-9
+    extra = next((v[3] for v in mb.attention.values() if len(v) > 3), 0.0)
+    decode = np.abs(tokens - np.asarray(mb.sequences, dtype=float) - np.asarray(extra, dtype=float)) < 1e-9
     pad, captured = G.padded(plan, tokens / g)
     kind = np.where(captured, np.where(decode, plan.decode, plan.mixed), G.EAGER)
     graph = kind != G.EAGER

@@ -3,10 +3,18 @@
 (The settings, τ and the draft's memory: deploy/speculative.py, whose docstring has the formulas.)
 A step of D decoding sequences at c cached tokens:
 
-    verify   the target adds k + 1 tokens per sequence after its c cached ones: a chunk of k + 1 new
-             tokens (attention pairs as a prefill chunk, contract.uniform(prompts=D, new=k+1, past=c)),
-             with D·(k + 1) logits rows (the target's distribution at every drafted position)
-    draft    k passes of the draft over the D sequences (one token each at context c), the first pass
+    verify   the target adds q = k + 1 tokens per sequence (a tree: N, its verified tokens) after its c
+             cached ones, D·q rows through every GEMM and D·q logits rows (the target's distribution at
+             every drafted position); its attention is the engines' decode kernel with q query tokens per
+             sequence reading each sequence's KV once (vLLM's backends that support it take requests of up
+             to 1 + num_speculative_tokens query tokens as decodes: vllm/v1/attention/backend.py
+             _init_reorder_batch_threshold(1, supports_spec_as_decode=True), FlashInfer, FlashMLA, Triton;
+             SGLang's target_verify forward mode; FlashMLA's seq_len_q for MLA): per kind, decode pairs D·(q·c +
+             q(q + 1)/2), reads D·(c + q), and the fourth attention entry D·(q − 1), the query tokens beyond
+             one per sequence (pricing/kernels/loadattention.verify_part), not the prefill kernel
+    n-gram   m·D sequences verify, (1 − m)·D decode one token (speculative.py: no proposal without a match)
+    draft    k passes of the draft over the D sequences (one token each at context c; a tree's passes
+             2..k carry its t candidates per sequence, a q = t read of the draft's KV), the first pass
              also carrying the step's prompt tokens (the draft must build its own KV of every prompt),
              priced through the same step contract on the draft's own ModelSpec; the engine's per-step
              fixed costs (step overhead, host work) are paid once per engine step, not per draft pass
@@ -18,17 +26,63 @@ import numpy as np
 
 from ..base.caches import cache
 from ..deploy.speculative import Drafter, drafter_of
+from ..operators import attention_kinds, sequence_attention
 from ..pricing.kernel_pricing import host_cost
 from . import contract
-from .contract import add_work, scale_cost, with_time
+from .contract import StepLoad, add_work, scale_cost, with_time
 from .table import StepModel
 
 
-def verify_load(m, decode, context, k: int):
-    """The target's verify pass: ``decode`` sequences at ``context`` cached tokens each add k + 1 tokens
-    (a chunk), D·(k + 1) logits rows (arrays allowed)."""
+def verify_load(m, decode, context, k: int, match=1.0, queries: int | None = None):
+    """The target's verify pass (module docstring): ``decode`` sequences at ``context`` cached tokens, a
+    share ``match`` of them adding q = ``queries`` (default k + 1) tokens read as a decode, the rest one;
+    D_v·q + D_d new tokens and logits rows (arrays allowed)."""
+    decode = np.asarray(decode, dtype=float)
+    q = float(queries or k + 1)
+    dv, dd = decode * match, decode * (1.0 - match)
+    att = {}
+    for kind in attention_kinds(m):
+        v_pairs, v_reads = sequence_attention(kind, context, q)
+        d_pairs, d_reads = sequence_attention(kind, context, 1.0)
+        att[kind] = (dv * v_pairs + dd * d_pairs, dv * 0.0, dv * v_reads + dd * d_reads, dv * (q - 1.0))
+    tokens = dv * q + dd
+    groups = ((dv, q, context), (dd, 1.0, context)) if m.ssm is not None else ()
+    return StepLoad(tokens, tokens, decode, att, groups)
+
+
+def verify_sequences_load(m, dec_ctx, queries: int, chunk_past=(), chunk_new=(), match: float = 1.0) -> StepLoad:
+    """A simulator step (contract.of_sequences' form): the sequences at the contexts ``dec_ctx`` verify
+    ``queries`` tokens read as a decode (verify_load; a share ``match`` of them, the rest decode one: the
+    n-gram's expected step), beside prefill chunks (``chunk_past[j]`` cached, ``chunk_new[j]`` new)."""
+    dec = np.asarray(dec_ctx, dtype=float)
+    q = float(queries)
+    kinds = attention_kinds(m)
+    att, tokens = contract.sequence_sums(np.zeros(0), chunk_past, chunk_new, kinds)
+    n = float(dec.size)
+    for kind in kinds:
+        pairs, reads = sequence_attention(kind, dec, q)
+        d_pairs, d_reads = sequence_attention(kind, dec, 1.0)
+        _, pre, cached = att[kind]
+        att[kind] = (float(match * np.sum(pairs) + (1.0 - match) * np.sum(d_pairs)), pre,
+                     float(match * np.sum(reads) + (1.0 - match) * np.sum(d_reads)) + cached, n * match * (q - 1.0))
+    rows = n * (1.0 + match * (q - 1.0))
+    groups = ()
+    if m.ssm is not None:
+        groups = ((n, rows / n if n else 1.0, float(dec.mean()) if dec.size else 0.0),) + tuple(
+            (1.0, float(c), float(p)) for p, c in zip(chunk_past, chunk_new))
+    return StepLoad(tokens + rows, rows + len(chunk_new), n + len(chunk_new), att, groups)
+
+
+def prefill_verify_load(m, decode, context, k: int):
+    """The same verify pass priced as the prefill kernel takes a chunk of k + 1 tokens (the pricing before
+    issue 20: contract.uniform(prompts=D, new=k+1, past=c)); kept for comparison (tests, benchmarks)."""
     decode = np.asarray(decode, dtype=float)
     return contract.uniform(m, prompts=decode, new=float(k + 1), past=context, sampled=decode * (k + 1))
+
+
+def spec_verify_load(m, spec, decode, context):
+    """verify_load of the setting ``spec`` (speculative.Spec: k, match rate, verified tokens)."""
+    return verify_load(m, decode, context, spec.k, spec.match, spec.verify_tokens)
 
 
 def draft_step_model(dr: Drafter, max_tokens: int) -> StepModel:
@@ -51,10 +105,12 @@ def draft_fixed_s(dr: Drafter, sequences):
     return d.gpu.efficiency.step_overhead_s + h * (step_s + seq_s * logits)
 
 
-def draft_cost(dr: Drafter, price, decode_load, decodes, prompt_load=None):
+def draft_cost(dr: Drafter, price, decode_load, decodes, prompt_load=None, rest_load=None):
     """StepCost of one engine step's drafting: k passes over ``decode_load`` (the D decoding sequences,
-    one token each, built on ``dr.model``), the first with ``prompt_load`` beside it; ``price`` prices
-    a load on the draft (a StepModel's ``price`` or step.price on ``dr.deployment``). None for ngram."""
+    one token each, built on ``dr.model``), the first with ``prompt_load`` beside it; passes 2..k over
+    ``rest_load`` where given (a tree's t candidates per sequence: verify_load(dr.model, D, c, t − 1)),
+    else ``decode_load``; ``price`` prices a load on the draft (a StepModel's ``price`` or step.price on
+    ``dr.deployment``). None for ngram."""
     if dr.model is None:
         return None
     k = dr.spec.k
@@ -63,9 +119,28 @@ def draft_cost(dr: Drafter, price, decode_load, decodes, prompt_load=None):
     seqs1 = first.sequences
     total = with_time(c1, -draft_fixed_s(dr, seqs1), "overhead")
     if k > 1:
-        rest = price(decode_load)
+        rest = price(decode_load if rest_load is None else rest_load)
         total = add_work(total, scale_cost(with_time(rest, -draft_fixed_s(dr, decodes), "overhead"), k - 1))
     return total
+
+
+def widened(load: StepLoad, t: int) -> StepLoad:
+    """A decode-only load of D sequences (one token each at c cached) with t query tokens per sequence read
+    as a decode (a tree's draft pass over its t candidates): per kind pairs t·Σ(c + 1) + D·t(t − 1)/2 (=
+    Σ (t·c + t(t + 1)/2)), reads Σ(c + 1) + D·(t − 1), extra queries D·(t − 1); t·T tokens and rows."""
+    d, t = load.sequences, float(t)
+    att = {kind: (v[0] * t + d * t * (t - 1.0) / 2.0, v[1], v[2] + d * (t - 1.0), d * (t - 1.0))
+           for kind, v in load.attention.items()}
+    groups = tuple((c, n * t, p) for c, n, p in load.seqgroups)
+    return StepLoad(load.tokens * t, load.sampled * t, load.sequences, att, groups)
+
+
+def draft_rest_load(dr: Drafter, decode, context):
+    """The draft's passes 2..k: one token per sequence, or a tree's t candidates (:func:`widened`), None
+    when they are the first pass's decode load."""
+    t = dr.spec.topk
+    return None if t <= 1 or dr.model is None else widened(contract.uniform(dr.model, decode=decode,
+                                                                             context=context), t)
 
 
 def draft_prefill_cost(dr: Drafter, price, prompt_load):
@@ -83,14 +158,22 @@ def step_cost(dep, decode, context, prompts_load=None):
     if dr is None:
         return contract.decode(dep, decode, context), 1.0
     s = dr.spec
-    load = verify_load(dep.model, decode, context, s.k)
+    load = verify_load(dep.model, decode, context, s.k, 1.0, s.verify_tokens)
     if prompts_load is not None:
         load = load + prompts_load
     cost = contract.price(dep, load, "stream")
-    cost = with_verify_host(dep, cost, decode, s.k)
+    cost = with_verify_host(dep, cost, decode, s.verify_tokens - 1)
+    if s.match < 1.0:
+        # n-gram: the step proposes with probability m, else it is a plain decode step (a static batch's
+        # expected step, exact at batch 1): m·t_verify + (1 − m)·t_decode; the steady state prices the
+        # mixed load of m·D verifying sequences instead (spec_verify_load; within 4 % of this at batch 1)
+        plain = contract.uniform(dep.model, decode=decode, context=context)
+        plain = contract.price(dep, plain if prompts_load is None else plain + prompts_load, "stream")
+        cost = add_work(scale_cost(cost, s.match), scale_cost(plain, 1.0 - s.match))
     if dr.model is not None:
         dl = contract.uniform(dr.model, decode=decode, context=context)
-        cost = add_work(cost, draft_cost(dr, lambda ld: contract.price(dr.deployment, ld, "stream"), dl, decode))
+        cost = add_work(cost, draft_cost(dr, lambda ld: contract.price(dr.deployment, ld, "stream"), dl, decode,
+                                         rest_load=draft_rest_load(dr, decode, context)))
     return cost, s.tau
 
 

@@ -13,11 +13,8 @@ step's load (``operators.attention_ops``) and the pipeline formula (``step.combi
 a number tabulates that many points (dense up to 64, geometric above) and interpolates linearly
 (max-throughput sweeps; < 0.5 % from the exact step, see tests). :meth:`price` returns the full
 :class:`~inferbound.pricing.roofline.StepCost` (split, bound); :meth:`uniform` prices arrays of steady-state
-steps; :meth:`step` is the simulator's scalar path: the same tables and the same attention operator
-(its FLOPs and bytes are linear in the load, so they are read off it once) priced by its kernel curves
-(``kernel_pricing.attention_of`` on floats, constants bound once) or the operator's own
-:class:`~inferbound.pricing.roofline.Roof`, the load's sums from ``step.sequence_sums`` (what of_sequences sums);
-its parity with :func:`step.price` and with :meth:`price` (tests/test_sim_fast_paths.py) is tested.
+steps; the simulator's scalar path (``step``, ``decode_run``: the same tables and attention operator on
+Python floats) is the mixin :class:`~inferbound.step.table_scalar.ScalarSteps`.
 A step the engine replays from a CUDA graph is priced as step.price prices it (contract.graph_step: the body
 at the padded T, graph_delta added to each stage); the tables reach the largest padded T.
 """
@@ -29,17 +26,14 @@ from functools import lru_cache
 import numpy as np
 
 from ..deploy.deployment import Deployment
-from ..pricing.energy import power_w, scalar_power
-from ..operators import attention_kinds, attention_ops, body_ops, head_ops, kind_of, mixer_ops
-from ..pricing.kernel_pricing import attention_consts, attention_of, decode_only
-from ..pricing.kernels.loadattention import SCALAR
-from ..pricing.roofline import SPLIT_KEYS, WORK_KEYS, Work, attention_dtype, price_ops, roof
-from .contract import (StepLoad, combine, graph_delta, graph_plan, graph_step, micro_batches, of_sequences,
-                       send_seconds, sequence_sums, stages_of, uniform)
+from ..pricing.energy import power_w
+from ..operators import _merged_groups, attention_ops, body_ops, head_ops, mixer_ops
+from ..pricing.roofline import SPLIT_KEYS, Work, attention_dtype, price_ops
+from .contract import (StepLoad, combine, graph_delta, graph_plan, graph_step, micro_batches, send_seconds,
+                       stages_of, uniform)
 from ..pricing import graphs as G
 from ..pricing.collectives import comm_pricer_of
-from ..operators import _merged_groups
-
+from .table_scalar import ScalarSteps
 
 class _Table:
     """A piece of stage work tabulated over the grid: one row per split key, collective kind, FLOPs
@@ -204,8 +198,8 @@ def _stage_ops(dep: Deployment, stage: int, grid: np.ndarray):
     return hit
 
 
-class StepModel:
-    """Tabulated step prices of one deployment (module docstring)."""
+class StepModel(ScalarSteps):
+    """Tabulated step prices of one deployment (module docstring); its scalar path: ScalarSteps."""
 
     def __init__(self, dep: Deployment, max_tokens: int, grid_points: int | None = None):
         self.dep = dep
@@ -302,111 +296,3 @@ class StepModel:
         allowed: a steady-state sweep)."""
         cost = self.price(uniform(self.dep.model, dec_seqs, dec_ctx, pre_seqs, pre_new, pre_past), mode)
         return cost.time, power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, cost.time)
-
-    # -- the simulator's scalar path ---------------------------------------------------------------
-    def _scalar_tables(self) -> None:
-        """The tables as Python floats, one tuple (busy, communication, overhead, FLOPs, bytes) per token
-        count, and, per stage and layer group, the attention operator's coefficients: (kind, count, FLOPs
-        per decode pair, per prefill pair, bytes per cached token, per new token) read off
-        operators.attention_op, and its pricing: the kernel curves' constants
-        (kernel_pricing.attention_consts, priced by attention_of on floats) and the decode kernel bound to
-        them (kernel_pricing.decode_only, for steps without prefill pairs), or None (the operator's Roof)."""
-        dep = self.dep
-        m, dt, par = dep.model, dep.dtypes, dep.par
-
-        def lists(w: _Table):
-            busy = sum(w.field(k) for k in WORK_KEYS)
-            return [np.asarray(a, dtype=float).tolist() for a in
-                    (busy, w.field("communication"), w.field("overhead"), w.field("flops"), w.field("bytes"))]
-        # (busy, communication, overhead, FLOPs, bytes) at each T of the first stage's body (the scalar path
-        # has one stage) and at each S of the head
-        self._body_t, self._head_t = list(zip(*lists(self.body[0]))), list(zip(*lists(self.head)))
-        att_dt = attention_dtype(dep.gpu, dep.compute_dtype, dt.kv_dtype)
-        self._roof = roof(dep.gpu, att_dt, "attention")
-        self._att_dt = att_dt
-        self._att = []
-        kp = self._kernels
-        for layers, _, _ in self.stages:
-            groups = layers if layers is not None else self._all_layers
-            coef = []
-            for grp in (g for g in groups if g.has_attention):
-                def op(dec=0.0, pre=0.0, cached=0.0, tokens=0.0, grp=grp):
-                    (o,) = attention_ops(m, dt, par, [grp], {kind_of(grp): (dec, pre, cached)}, tokens)
-                    return o
-                o1 = op(dec=1.0)
-                curve = kp.attention_curves(o1.shape, att_dt) if kp is not None else None
-                consts = None if curve is None else attention_consts(kp, *curve, o1.shape["attention"], att_dt)
-                coef.append((kind_of(grp), grp.count, float(np.asarray(o1.flops)), float(np.asarray(op(pre=1.0).flops)),
-                             float(np.asarray(op(cached=1.0).bytes)), float(np.asarray(op(tokens=1.0).bytes)),
-                             consts, None if consts is None else decode_only(consts)))
-            self._att.append(coef)
-        self._power = scalar_power(dep.gpu, dep.compute_dtype)
-        self._kinds = attention_kinds(m)
-        self._o_step = dep.gpu.efficiency.step_overhead_s
-        self._overlap = par.comm_overlap
-        self._groups = float(par.attention_groups)
-        plan = self._plan
-        self._graphs = None if plan.decode == G.EAGER and plan.mixed == G.EAGER else \
-            (plan, {G.EAGER: 0.0, G.FULL: graph_delta(dep, 0, G.FULL), G.PIECEWISE: graph_delta(dep, 0, G.PIECEWISE)})
-        # the general path: scans need the sequences; grid tables price their curve ops at T
-        self._scalar = self.pp == 1 and m.ssm is None and self.exact
-
-    def step(self, dec_ctx, chunks=(), mode: str = "stream") -> tuple[float, float]:
-        """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``
-        ((past, new) pairs); ``mode`` as step.combine (the simulator passes ``isolated`` after idle)."""
-        dec = np.asarray(dec_ctx, dtype=float)
-        n_dec = dec.size
-        tokens = n_dec
-        for _, n in chunks:
-            tokens += n
-        if tokens > self.max_tokens:
-            raise ValueError(f"step of {tokens} tokens exceeds the tabulated max_tokens={self.max_tokens}")
-        if self._scalar is None:
-            self._scalar_tables()
-        past, new = ([p for p, _ in chunks], [n for _, n in chunks]) if chunks else ((), ())
-        if not self._scalar:
-            cost = self.price(of_sequences(self.dep.model, dec, past, new, kinds=self._kinds), mode)
-            t = float(cost.time)
-            return t, float(power_w(self.dep.gpu, self.dep.compute_dtype, cost.flops, cost.bytes, t))
-        att, _ = sequence_sums(dec, past, new, self._kinds)
-        seqs = n_dec + len(chunks)
-        graph = 0.0
-        if self._graphs is not None:  # contract.graph_step on plain numbers
-            plan, deltas = self._graphs
-            g = self._groups
-            pad, captured = G.padded_scalar(plan, tokens / g)
-            if captured:
-                kind = plan.decode if tokens == seqs else plan.mixed  # decode-only: T = its sequences
-                if kind != G.EAGER:
-                    tokens, graph = int(round(float(pad) * g)), deltas[kind]
-        busy, comm, over, flops, moved = self._body_t[tokens]
-        over += graph
-        h_busy, h_comm, h_over, h_flops, h_moved = self._head_t[seqs]
-        busy += h_busy
-        comm += h_comm
-        over += h_over
-        flops += h_flops
-        moved += h_moved
-        g = self._groups
-        for kind, count, f_dec, f_pre, b_cached, b_tok, consts, dec_only in self._att[0]:
-            dp, pp_, cached = att[kind]
-            f, by = f_dec * dp + f_pre * pp_, b_cached * cached + b_tok * tokens
-            if consts is None:
-                r = self._roof
-                t_op = r.time(f, by)
-                busy += (t_op - r.overhead) * count
-                over += r.overhead * count
-            elif pp_ <= 0:  # decodes only: the bound decode kernel (kernel_pricing.decode_only)
-                c_s, m_s, o_s = dec_only(dp / g, tokens / g, seqs / g)
-                busy += (c_s + m_s) * count
-                over += o_s * count
-            else:
-                _, _, c_s, m_s, o_s = attention_of(consts, dp / g, pp_ / g, cached / g, tokens / g, seqs / g, SCALAR)
-                busy += (c_s + m_s) * count
-                over += o_s * count
-            flops += f * count
-            moved += by * count
-        if self._overlap:
-            comm -= min(comm * self._overlap, busy)
-        t = busy + comm + over + self._o_step
-        return t, self._power(flops, moved, t)

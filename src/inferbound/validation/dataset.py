@@ -13,6 +13,9 @@ Optional columns (blank = not stated; the engine profile's default):
 - engine settings: ``engine`` (a profile name), ``engine_version``, ``max_num_seqs``,
   ``max_num_batched_tokens``, ``gpu_memory_utilization``, ``prefix_caching``, ``kv_offload`` (on/off),
   ``speculative`` (e.g. ``mtp:3``);
+- ``scheduler_steps``: vLLM V0 multi-step scheduling, the run's ``--num-scheduler-steps N`` (deploy/engine_modes.py);
+  ``cuda_graphs`` (on/off): off where the run disabled them (SGLang ``--disable-cuda-graph``, vLLM
+  ``--enforce-eager``): steps priced eagerly;
 - ``attention_dp`` (on/off): the engine ran attention data parallel beside expert parallelism
   (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``; layouts named DEP<n>). ``tp``
   is then the engine's tp_size, which counts every attention rank: inferbound prices it as attention
@@ -80,6 +83,8 @@ class Row:
     speculative: str | None = None
     attention_dp: bool | None = None
     bench_command: str | None = None  # the load tool's command line (serving rows; predict.py replays it)
+    scheduler_steps: int | None = None  # vLLM V0 --num-scheduler-steps (deploy/engine_modes.py)
+    cuda_graphs: bool | None = None  # False: the run disabled CUDA graphs (eager steps)
 
     @property
     def setup_key(self) -> tuple:
@@ -89,7 +94,7 @@ class Row:
                 self.num_requests, self.input_len, self.output_len, self.framework, self.concurrency, self.dataset,
                 self.input_len_std, self.output_len_std, self.engine, self.engine_version, self.max_num_seqs,
                 self.max_num_batched_tokens, self.gpu_memory_utilization, self.prefix_caching, self.kv_offload,
-                self.speculative, self.attention_dp, self.bench_command)
+                self.speculative, self.attention_dp, self.bench_command, self.scheduler_steps, self.cuda_graphs)
 
 
 @dataclass
@@ -182,7 +187,8 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
                   gpu_memory_utilization=_opt_float(raw, "gpu_memory_utilization"),
                   prefix_caching=_opt_flag(raw, "prefix_caching"), kv_offload=_opt_flag(raw, "kv_offload"),
                   speculative=_opt_str(raw, "speculative"), attention_dp=_opt_flag(raw, "attention_dp"),
-                  bench_command=_opt_str(raw, "bench_command"))
+                  bench_command=_opt_str(raw, "bench_command"), scheduler_steps=_opt_int(raw, "scheduler_steps"),
+                  cuda_graphs=_opt_flag(raw, "cuda_graphs"))
         if not row.value > 0:
             raise ValueError(f"value={row.value} must be > 0")
         for name in ("input_len", "output_len"):
@@ -193,6 +199,8 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
             v = getattr(row, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name}={v!r} must be a number of tokens >= 0")
+        if row.scheduler_steps is not None and row.scheduler_steps < 1:
+            raise ValueError(f"scheduler_steps={row.scheduler_steps} must be >= 1")
         if row.concurrency is not None and row.concurrency < 1:
             raise ValueError(f"concurrency={row.concurrency} must be >= 1")
         if row.gpu_memory_utilization is not None and not 0 < row.gpu_memory_utilization <= 1:

@@ -100,6 +100,10 @@ def row_engine_options(row: Row) -> dict:
         out.update(row_speculative(row.speculative))
     if row.kv_offload:
         out["kv_offload"] = "host"
+    if row.scheduler_steps is not None:
+        out["scheduler_steps"] = row.scheduler_steps
+    if row.cuda_graphs is not None:
+        out["cuda_graphs"] = "on" if row.cuda_graphs else "off"
     return out
 
 

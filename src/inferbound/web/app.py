@@ -6,7 +6,8 @@
 - ``allowed_hosts``: when given, other Host headers get 400 (guards a loopback server against DNS
   rebinding); ``inferbound serve`` passes the loopback names when it binds 127.0.0.1.
 - The page's Content-Security-Policy allows only this origin: a stray CDN reference would fail.
-- /api/simulate, /api/bench and /api/search are registered when ``inferbound.sim`` / ``inferbound.search`` exist;
+- /api/simulate, /api/bench, /api/fleet and /api/search are registered when ``inferbound.sim`` /
+  ``inferbound.fleet`` / ``inferbound.search`` exist;
   /api/compare always.
 """
 from __future__ import annotations
@@ -76,6 +77,9 @@ def create_app(max_body_bytes: int = MAX_BODY_BYTES, work_seconds: float | None 
         from . import routes_bench, routes_serving
         app.include_router(routes_serving.router)
         app.include_router(routes_bench.router)
+    if available("inferbound.fleet"):
+        from . import routes_fleet
+        app.include_router(routes_fleet.router)
     if available("inferbound.search"):
         from . import routes_search
         app.include_router(routes_search.router)

@@ -46,7 +46,8 @@ def estimate(req: EstimateIn) -> dict:
             view = serving_view(dep, s, mix or as_mix(req.input_len, req.output_len))
             out = {**s.to_dict(), "warnings": dep.warnings, "view": view}
         else:
-            out = run_estimate(dep, batch=req.batch, input_len=req.input_len, output_len=req.output_len).to_dict()
+            out = run_estimate(dep, batch=req.batch, input_len=req.input_len, output_len=req.output_len,
+                               images=req.images).to_dict()
     return jsonable({"scenario": req.scenario, "deployment": dep.label(), **out, "engine": report.engine(dep)})
 
 

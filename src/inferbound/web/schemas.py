@@ -367,3 +367,28 @@ BenchIn = create_model(
     engine=(str | None, Field(None, max_length=64, pattern=r"^[a-z][a-z0-9_-]*(@[A-Za-z0-9_.\-]+)?$",
                               description=_BENCH["engine"].help)),
 )
+
+
+MAX_FLEET_YAML_CHARS = 20_000  # the pasted fleet file of /api/fleet
+
+
+class _FleetBase(Strict):
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.fleet is None) == (self.yaml is None):
+            raise ValueError("give exactly one of fleet (the fleet file as a JSON mapping) and yaml (its text)")
+        if self.fleet is not None:
+            check_numbers(self.fleet, "fleet")
+        return self
+
+
+FleetIn = create_model(
+    "FleetIn", __base__=_FleetBase,
+    __doc__="A day of traffic over pools of replicas (``inferbound fleet FILE.yaml``): the fleet file's content as "
+            "a JSON mapping (``fleet``) or as YAML text (``yaml``); the reply's ``result`` is the JSON the CLI's "
+            "--json prints. Over the API the traffic is ``rate`` (a server-side trace file is refused).",
+    **{o.name: _field(o) for o in opts.FLEET if o.api},
+    fleet=(dict[str, Any] | None, Field(None, description="the fleet file as JSON: traffic, pools, router, slo, "
+                                                          "optional autoscale, sessions, seed (docs/fleet.md)")),
+    yaml=(str | None, Field(None, max_length=MAX_FLEET_YAML_CHARS, description="the fleet file's YAML text")),
+)

@@ -27,9 +27,9 @@ note says when ``num_requests`` was raised), so the default request count never 
 
 Engine features (steady_state.py, features.py; docs/features/): with speculative decoding t(D) is the
 time per output token (the step over τ) and C = D(1 + τp); prefix hits prefill N = I − P tokens per
-prompt; a host KV tier (kv_offload=host) raises the KV cap to the device and host pools together and
-adds its reads to the steps that exceed the device pool (``host_read_ms_per_step`` at the operating
-point; ``kv_limit_concurrency_device`` is the cap without the tier).
+prompt; a host KV tier (kv_offload=host) holds evicted prefixes: it raises the hit share of prefix
+groups and adds their loads to the steps (features.py), not the KV cap (``HostTier.capacity_bytes`` is
+0, so ``kv_host_capacity_bytes_per_gpu`` and ``host_read_ms_per_step`` stay 0).
 """
 from __future__ import annotations
 

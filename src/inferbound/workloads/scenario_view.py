@@ -16,8 +16,8 @@ functions to break it down, so the panels describe the scenario and not a static
       reserve  = runtime_reserve_bytes (data/runtime.yaml)
 
   against the HBM and the engine's KV allocation (runtime.kv_capacity_bytes under the scenario's
-  runtime: the offline benchmark's for max-throughput, workloads/max_throughput.bench_limits); with a
-  host KV tier the KV beyond the allocation sits in host memory (``kv_in_host``).
+  runtime: the offline benchmark's for max-throughput, workloads/max_throughput.bench_limits); a host KV
+  tier holds evicted prefixes, not running KV (``kv_host_pool``, its pool; ``kv_in_host`` stays 0).
 
 - **time split** per output token of the steady-state step at D (steady_state.steps): its step kinds j
   (a decode-only step, a step that carries prefill chunks) taken ``freq_j`` times per decode step::
@@ -42,11 +42,12 @@ import numpy as np
 from ..step.explain import BOUND_WORDS, bound_of, explain, phase
 from ..deploy.memory import MemoryReport, activation_bytes, kv_bytes_per_gpu, weight_bytes_per_gpu
 from ..deploy.offload import tier_of
-from ..deploy.prefix import pool_tokens
+from ..deploy.prefix import active as prefix_active, pool_tokens
 from ..deploy.runtime import draft_weight_bytes, kv_capacity_bytes, offline_runtime, runtime_reserve_bytes
 from ..deploy.speculative import spec_of
 from ..step.table import StepModel
 from . import steady_state
+from .features import Features
 from .lengths import Mix
 from .max_throughput import MAX_THROUGHPUT_GRID, bench_limits
 
@@ -74,7 +75,20 @@ def memory_at(dep, rt, mix: Mix, in_flight: float, basis: str) -> dict:
     return {**rep.to_dict(), "in_flight": float(in_flight), "kv_on_gpu": float(min(kv, cap) if rep.kv_host_capacity
                                                                              else kv),
             "kv_in_host": float(rep.in_host), "held_tokens": float(np.dot(mix.weights, held)),
+            "kv_host_pool": float(tier.pool_bytes) if tier is not None else 0.0,  # evicted prefixes (offload.py)
+            **_prefix_hits(dep, rt, mix),
             "kv_reservation": rt.reservation, "token_budget": rt.token_budget, "basis": basis}
+
+
+def _prefix_hits(dep, rt, mix: Mix) -> dict:
+    """{'prefix_hits': shares of requests hitting on the GPU / in the host tier, mean cached tokens} where
+    the runtime states prefix hits (workloads/features.py); {} otherwise."""
+    if not prefix_active(rt):
+        return {}
+    fx = Features(dep, rt, mix)
+    return {"prefix_hits": {"device_share": fx.s_dev, "host_share": fx.s_host,
+                            "cached_tokens": float(np.dot(mix.weights, fx.cached)),
+                            "host_tokens": float(np.dot(mix.weights, fx.host_tokens))}}
 
 
 def step_at(dep, rt, mix: Mix, decode: float, label: str) -> dict:

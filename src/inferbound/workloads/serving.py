@@ -15,6 +15,8 @@ D·p prompts that keep D constant arriving in lumps, so some steps carry prefill
 (lengths.py), with requests arriving at X = C/E2E per second (Little's law in service):
 
     ITL = TPOT = t(D)       (TPOT excludes the first token; equal here: every decode step is alike)
+                            (multi-step scheduling, N steps per call: ITL = N·t as benchmarks record
+                            chunks, E2E + (N − 1)·t/2, W's step rest N·t/2: multistep.py)
     TTFT_c = W + S_c        S_c = Σ_k t(D' decodes + chunk k of I_c)  (steady_state.prefill_seconds), D'
                             the decoders among the others an arrival meets: C (open loop, PASTA) or
                             C·(N_r − 1)/N_r (closed), at the decode share
@@ -56,7 +58,7 @@ from ..pricing.energy import dollars_per_second, per_million, power_w
 from ..step.explain import phase
 from ..step.table import StepModel
 from ..base.datafiles import data_yaml
-from . import steady_state
+from . import multistep, steady_state
 from .closed_loop import ClosedLoop, Waves
 from .features import Features
 from .lengths import Mix, describe
@@ -167,7 +169,7 @@ class _Replica:
             # closed: C·(N_r − 1)/N_r), at the decode share
             others = c if not self.closed else c * max(self.clients - 1, 0) / self.clients
             ttft, _, u = steady_state.ttft(self.sm, self.rt, d, mix, st, rate, seen, beside=others * share)
-            e2e = [a + (oc - 1) * t for a, oc in zip(ttft, mix.outputs)]
+            e2e = [a + (oc - 1) * t + multistep.tail(t, self.rt) for a, oc in zip(ttft, mix.outputs)]
             mean_e2e = sum(w * e for w, e in zip(mix.weights, e2e))
             share = np.minimum((o - 1) * t / mean_e2e, 1.0)
             rate = c / mean_e2e  # Little's law in service
@@ -212,6 +214,9 @@ def _wave_reason(dep: Deployment, mix: Mix, clients: float, think_time: float) -
     if not rt.mixed_batches and max(mix.inputs) > rt.token_budget:
         return (f"{rt.label} runs prefill-first steps and a prompt of {max(mix.inputs):g} tokens spans several of its "
                 f"{rt.token_budget}-token steps: the wave model needs a prompt per step, so arrivals are treated as random")
+    if multistep.steps_of(rt) > 1:
+        return (f"multi-step scheduling ({rt.scheduler_steps} decode steps per call): the wave model prices one step "
+                f"per call, so arrivals are treated as random (steady state, workloads/multistep.py)")
     if float(clients) != int(clients):
         return (f"{clients:g} clients per replica is not whole: the wave model needs whole clients per replica, so "
                 f"arrivals are treated as random")
@@ -342,7 +347,8 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         mode="concurrency" if closed else "rate", request_rate=None if closed else rate,
         concurrency=concurrency, think_time_s=think_time, lengths=describe(mix), input_len=mix.mean_input,
         output_len=mix.mean_output, in_service=point["c"], queued=(clients - point["c"]) if capped else 0.0,
-        decode_batch=point["d"], busy_share=b, step_time_s=t, ttft_s=_stats(ttft, mix.weights), itl_s=t, tpot_s=t,
+        decode_batch=point["d"], busy_share=b, step_time_s=t, ttft_s=_stats(ttft, mix.weights),
+        itl_s=multistep.chunk_gap(t, dep.runtime), tpot_s=t + multistep.tail(t, dep.runtime) / max(mix.mean_output - 1, 1),
         e2e_s=_stats(e2e, mix.weights), queue_wait_s=wait, output_tok_s=out_tok_s,
         output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=1.0 / t, requests_per_s=x * reps,
         littles_law=x * (mean_e2e + think_time) / in_system if in_system else 1.0,

@@ -18,8 +18,8 @@ Engine features (docs/features/): with speculative decoding a decode step is the
 over k + 1 tokens per sequence plus the draft's k passes, and it yields τ tokens per sequence
 (speculative.py): TPOT = (1/(N−1)) Σ_j t_step(B, S + j − 1) / τ, energy per token likewise / τ, and the
 draft also prefills the prompt (TTFT). A prefix hit rate (prefix.py) prefills I − P tokens after P
-cached. With a host KV tier (offload.py) the KV beyond the GPU's allocation is read over the host link
-every decode step.
+cached. A host KV tier (offload.py) holds evicted prefixes, not a running batch's KV: the batch's KV
+stays on the GPU (it fits or it does not), and the tier is only described.
 """
 from __future__ import annotations
 
@@ -32,12 +32,12 @@ from ..base.caches import cache
 from ..deploy import offload, prefix
 from ..deploy.config import Dtypes, Parallelism
 from ..deploy.deployment import Deployment, make_deployment
-from ..deploy.memory import MemoryReport, max_batch, memory_report, sequence_kv_bytes
+from ..deploy.memory import MemoryReport, max_batch, memory_report
 from ..deploy.speculative import drafter_of
 from ..pricing.energy import energy_summary, step_power_w
 from ..step import contract as step
 from ..step.explain import Phase, error_bands, phase
-from ..step.offload import with_host_reads
+from ..step.towers import image_tokens, images_note, tower_prefill
 from ..step.speculative import crossover_batch, draft_prefill_cost, step_cost as spec_step_cost
 
 #: the decode batch whose weight matmuls turn compute-bound, one figure per deployment
@@ -265,12 +265,14 @@ def compute_bound_batch(dep: Deployment, context, gemm_only: bool = False, limit
 
 
 def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: int = 1024,
-             output_len: int = 256, **deployment_kwargs) -> Estimate:
+             output_len: int = 256, images: int = 0, **deployment_kwargs) -> Estimate:
     """Estimate a static-batch run (see module docstring).
 
     Pass a :class:`Deployment`, or the keyword arguments of :func:`make_deployment`
     (``model``, ``gpu``, ``num_gpus``, ``tp``, ``weight_dtype``, ...). The extras (compute-bound batch,
-    no-KV-cache decode, max batch) are computed when first read.
+    no-KV-cache decode, max batch) are computed when first read. ``images``: images per request of a
+    multimodal checkpoint (step/towers.py): their tokens join each prompt (``input_len`` of the result is
+    text + image tokens) and the towers' encoder pass joins the prefill step.
     """
     dep = deployment or make_deployment(**deployment_kwargs)
     m, g, dt, par, cdt = dep.model, dep.gpu, dep.dtypes, dep.par, dep.compute_dtype
@@ -278,13 +280,20 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
         if v < low:
             raise ValueError(f"{name}={v} must be >= {low}")
     warnings: list[str] = list(dep.warnings)
+    if images:  # a multimodal request (model/towers.py): image tokens join the prompt, the encoder the prefill
+        warnings.append(images_note(m, images, input_len))
+        input_len += image_tokens(m, images)
     ctx = decode_contexts(input_len, output_len)
     pre, dec, tau, mem, features = _steps(dep, batch, input_len, output_len, ctx)
+    pre = step.add_work(pre, tower_prefill(dep, batch * images)) if images else pre
     ttft = float(pre.time)
     tpot = float(np.mean(dec.time)) / tau
     e2e = ttft + (output_len - 1) * tpot
     if not mem.fits:
         warnings.append(f"does not fit: {mem.reason}; every figure is hypothetical")
+    if prefix.groups(dep.runtime) > 1 and prefix.active(dep.runtime):
+        warnings.append(f"prefix_groups={prefix.groups(dep.runtime)}: a static batch counts every prompt as a hit of its "
+                        f"group's prefix (warm cache); the steady-state scenarios derive the hit share (prefix.py)")
     mid = float(ctx[len(ctx) // 2])
     layout = dep.label()
     n_dec = output_len - 1
@@ -323,14 +332,9 @@ def _steps(dep: Deployment, batch: int, input_len: int, output_len: int, ctx=Non
             pre = step.add_work(pre, draft_prefill_cost(dr, lambda ld: step.price(dr.deployment, ld, "isolated"), load))
         features["speculative"] = {"method": dr.spec.method, "draft": dr.spec.draft_model, "k": dr.spec.k,
                                    "acceptance": dr.spec.acceptance, "tokens_per_step": tau,
-                                   "step_ms": float(np.mean(dec.time)) * 1e3}
+                                   "step_ms": float(np.mean(dec.time)) * 1e3, "describe": dr.spec.describe()}
     mem = memory_report(dep, batch, input_len + output_len, step_tokens=batch * input_len)
     tier = offload.tier_of(dep)
-    if tier is not None:
-        host = np.maximum(sequence_kv_bytes(dep, batch, ctx + 1) - mem.kv_capacity, 0.0)
-        before = dec.time
-        dec = with_host_reads(dec, tier, host)
-        features["kv_offload"] = {"tier": tier.describe(), "host_capacity_bytes_per_gpu": tier.capacity_bytes,
-                                  "host_kv_bytes_per_gpu": float(np.max(host)),
-                                  "added_ms_per_step": float(np.mean(dec.time - before)) * 1e3}
+    if tier is not None:  # the tier holds evicted prefixes (offload.py): a static batch's KV stays on the GPU
+        features["kv_offload"] = {"tier": tier.describe(), "host_pool_bytes_per_gpu": tier.pool_bytes}
     return pre, dec, tau, mem, features

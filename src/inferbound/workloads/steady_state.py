@@ -57,6 +57,7 @@ import numpy as np
 
 from ..pricing.energy import power_w
 from ..step.contract import StepLoad, uniform
+from . import multistep
 from .features import Features
 from .lengths import Mix
 from .occupancy import (as_mix, concurrency, decode_shares, held_tokens, kv_per_decoder, kv_sequences,  # noqa: F401
@@ -89,7 +90,7 @@ def caps(dep, input_len, output_len, rt, decode_only: bool = False, whole: bool 
     groups = dep.par.attention_groups
     fx = Features(dep, rt, mix, decode_only)
     per_decoder, capacity = kv_per_decoder(dep, mix, rt, decode_only)
-    room = capacity + (fx.tier.capacity_bytes if fx.tier is not None else 0.0)
+    room = capacity  # a host tier holds evicted prefixes, not running KV (offload.py)
     d_kv = min(groups * room / per_decoder if per_decoder > 0 else np.inf, 1e9)
     p = 0.0 if decode_only else prompts_per_decode(mix) * fx.tau
     kv_seq = per_decoder / (1 + p)
@@ -140,7 +141,8 @@ def prefill_seconds(sm, rt, decode, mix: Mix):
     fx = Features(sm.dep, rt, mix)
     chunk = np.maximum(rt.token_budget - dec * fx.tokens_per_decode() / groups, 1.0)
     ctx = decode_context(mix)
-    return [prompt_steps(sm, dec, ctx, chunk, n, c, fx)[0] for n, c in zip(fx.new, fx.cached)]
+    out = [prompt_steps(sm, dec, ctx, chunk, n, c, fx)[0] for n, c in zip(fx.new, fx.cached)]
+    return [s + fx.reload_wait(j, s) for j, s in enumerate(out)]  # a host hit's own load (offload.py)
 
 
 @dataclass
@@ -185,6 +187,16 @@ def _prefill_load(m, mix: Mix, chunks: list, per_class_rate, scale, fx: Features
 
 
 def steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
+    """The step kinds of the steady state at D = ``decode`` (``_steps``) with the host work of the new
+    prompts' prefix hits (block lookups, host-tier loads: Features.with_loads)."""
+    st = _steps(sm, rt, decode, mix, decode_only)
+    if decode_only:
+        return st
+    fx = Features(sm.dep, rt, mix, decode_only)
+    return fx.with_loads(st, np.asarray(decode, dtype=float) * prompts_per_decode(mix) * st.tau)
+
+
+def _steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
     """The step kinds of the steady state at D = ``decode`` (arrays allowed).
 
     λ_s = D·p new prompts per decode step arrive in lumps, not as fractions of a prompt per step: a step
@@ -252,7 +264,7 @@ def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0, beside=None):
     requests arriving at ``rate`` per second per replica, seen busy with probability ``seen``:
 
         TTFT_c = W + S_c      S_c = prefill_seconds (the steps carrying the prompt's chunks)
-        W = seen·(1 − u)·t_0/2 + R_p/(1 − u)
+        W = seen·(1 − u)·N·t_0/2 + R_p/(1 − u)      (N: decode steps per scheduler call, multistep.py; 1 mostly)
 
     a prompt that arrives while no prefill runs waits out the decode step in flight (t_0, mean rest
     t_0/2); one that meets prefill work waits as in an M/G/1 queue (Pollaczek–Khinchine), the prefill
@@ -269,7 +281,8 @@ def ttft(sm, rt, decode, mix: Mix, st: Steps, rate, seen=1.0, beside=None):
     k = np.maximum(1.0, np.floor(np.maximum(groups * rt.token_budget - dec * fx.tokens_per_decode(), 1.0)
                                  / max(fx.mean_new, 1.0)))
     u = np.minimum(rate * s1 / k, MAX_PREFILL_UTILIZATION)
-    wait = seen * (1 - u) * st.decode.time / 2 + rate * s2 / (2 * k) / (1 - u)
+    # the decode step in flight; with multi-step scheduling the whole call of N steps (multistep.py)
+    wait = seen * (1 - u) * multistep.call_rest(st.decode.time, rt) + rate * s2 / (2 * k) / (1 - u)
     return [wait + sc for sc in prefill], wait, rate * s1 / k
 
 

@@ -16,6 +16,8 @@ token of the layer on this GPU)::
         bytes = T_q·H·(d_qk + d_v)·2 + T_q·H_kv·(d_qk + d_v)·(2 + c_el) + past·c
         t     = o + smooth_max((F + ctas·2·bq·(d_qk + d_v)·s0)/(P·e_c·u), bytes/(W·e_m), q)
 
+(a speculative verify pass, q query tokens per decode reading its KV once: :func:`verify_part`)
+
 where past = cached − Σ L_i − T_q are the cached tokens the chunks read beyond their own, c_el the
 cache element size. Per-sequence rounding of the query tiles (⌈S/bq⌉ per sequence) is not in the sums
 and is left out. A part without work (no decode pairs, no prefill pairs) costs nothing. Each part
@@ -113,3 +115,38 @@ def split_load(dec_pairs, pre_pairs, cached, tokens, sampled, xp=np):
     q = xp.where(pre_pairs > 0, xp.maximum(tokens - dec, 1.0), 0.0)
     past = xp.maximum(cached - dec_pairs - q, 0.0)
     return dec, q, past
+
+
+def verify_part(p: dict, peak: float, bw: float, heads, kv_heads, d_qk, d_v, token_bytes, dec_pairs, decodes,
+                extra, full: bool, latent: bool = False, xp=np):
+    """(t_compute, t_memory, kernel seconds, fixed seconds, reads) of the decode kernel run with q > 1 query
+    tokens per sequence: a speculative verify pass (step/speculative.py), as the engines' decode kernels
+    take it (FlashInfer / FlashAttention decode with q_len = k + 1 per request, the query tokens packed with
+    the heads that share a KV head; FlashMLA's seq_len_q for MLA): every sequence's cached KV is read once
+    for all its query tokens. D decodes, E extra query tokens (Q = D + E, q = Q/D), P decode pairs:
+
+        reads R = P/q + D·(q − 1)/2   (full attention: P = Σ_{t=0}^{q−1} (L − t) = q·L − q(q − 1)/2 per
+                                       sequence of L tokens; a window or chunk the sequence has passed: P/q;
+                                       a step mixing q's, n-gram's m·D verifying: its mean q, within
+                                       (q − 1)/2 tokens per sequence)
+        bytes = R·c + Q·H·(d_qk + d_v)·2,   F = 2·H·P·(d_qk + d_v)
+        u     = min(1, D·H_kv·⌈(R/D)/256⌉ / n_sat)
+        t     = o + D·(c_seq + c_head·H) + smooth_max(F/(P·e_c), l_m + bytes/(W·e_m·u), q)
+
+    the decode kernel's fitted curve (the same constants as :func:`decode_part`); E = 0 is decode_part.
+    ``reads`` (R) is returned for the prefill part's past tokens (split_load)."""
+    two_h, dqv, h, hk, n_sat, latency, bw_m, pe, per_seq, qexp, overhead = decode_constants(
+        p, peak, bw, heads, kv_heads, d_qk, d_v, latent)
+    d = xp.maximum(decodes, 1e-12)
+    q = 1.0 + extra / d
+    reads = dec_pairs / q + (d * (q - 1.0) / 2.0 if full else 0.0)
+    nbytes = reads * token_bytes + (d + extra) * h * dqv * 2.0
+    u = xp.maximum(xp.minimum(1.0, d * hk * xp.ceil(reads / d / 256.0) / n_sat), 1e-12)
+    t_m = latency + nbytes / (bw_m * u)
+    t_c = two_h * dec_pairs * dqv / pe
+    kernel = d * per_seq + smooth_max(t_c, t_m, qexp, xp)
+    has = dec_pairs > 0
+    if has is True:
+        return t_c, t_m, kernel, overhead, reads
+    return (xp.where(has, t_c, 0.0), xp.where(has, t_m, 0.0), xp.where(has, kernel, 0.0),
+            xp.where(has, overhead, 0.0), xp.where(has, reads, 0.0))

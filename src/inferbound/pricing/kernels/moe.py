@@ -2,9 +2,10 @@
 
 One GPU holds E_l = E/ep experts, each with I_l = I/tp columns of the expert MLP (hidden size H). A
 step of T tokens, each routed to k experts, sends slots = T·k/ep token-slots to this GPU (balanced
-routing). With balanced routing min(E, T·k) distinct experts are active, spread evenly over the EP
-ranks, so this GPU runs a = clip(min(E, T·k)/ep, 1, E_l) experts with m = max(1, slots/a) tokens
-each (tokens per expert: a few dozen of them run far below peak). Then::
+routing). With balanced routing (the fitting tables') min(E, T·k) distinct experts are active, spread
+evenly over the EP ranks; a served batch routes each token independently, E·(1 − (1 − k/E)^T) distinct
+(``expert_load(routing="uniform")``, what pricing uses). This GPU runs a = clip(distinct/ep, 1, E_l)
+experts with m = max(1, slots/a) tokens each (tokens per expert: a few dozen of them run far below peak). Then::
 
     t = o_moe + c_slot·T·k + t_gemm(G=a, M=m, N=g·I_l, K=H) + t_gemm(G=a, M=m, N=H, K=I_l)
         + perm_bytes/(W·e_m)
@@ -23,11 +24,24 @@ import numpy as np
 from .gemm import gemm_time
 
 
-def expert_load(tokens, topk, experts, ep):
-    """(active experts on this GPU, tokens per active expert, token-slots on this GPU) under balanced routing."""
+def expert_load(tokens, topk, experts, ep, routing: str = "balanced"):
+    """(active experts on this GPU, tokens per active expert, token-slots on this GPU).
+
+    ``routing="balanced"``: the fitting tables' routing (aiconfigurator ``distribution: balanced``, slots
+    spread over distinct experts): min(E, T·k)/ep active. ``routing="uniform"``: each token draws its k
+    of E experts independently, as a served batch routes; this GPU's E/ep experts are each hit with
+    probability 1 − (1 − k/E)^T, so (E/ep)·(1 − (1 − k/E)^T) are active (operators/layers.experts_touched,
+    the operator's weight bytes). Equal at T = 1; at T = 16, k = 8, E = 256: 102.0 against 128.
+    """
     tokens, topk, experts, ep = (np.asarray(x, dtype=float) for x in (tokens, topk, experts, ep))
     slots = tokens * topk / ep
-    active = np.clip(np.minimum(experts, tokens * topk) / ep, 1.0, experts / ep)
+    if routing == "balanced":
+        distinct = np.minimum(experts, tokens * topk)
+    elif routing == "uniform":
+        distinct = experts * -np.expm1(tokens * np.log1p(-np.minimum(topk / experts, 1.0 - 1e-12)))
+    else:
+        raise ValueError(f"routing={routing!r}; allowed: balanced, uniform")
+    active = np.clip(distinct / ep, 1.0, experts / ep)
     return active, np.maximum(1.0, slots / active), slots
 
 

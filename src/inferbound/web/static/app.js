@@ -179,7 +179,7 @@
     const bar = stacked($("membar"), parts, {total: m.capacity, marker: onGpu > m.capacity ? m.capacity : 0,
                                              markerLabel: "HBM capacity " + gb(m.capacity)});
     bar.querySelectorAll(".seg").forEach((s, i) => { s.title += ` (${gib(parts.filter(p => p.value > 0)[i].value)})`; });
-    const host = m.kv_in_host > 0 ? ` · ${gb(m.kv_in_host)} of KV in the host tier (${gb(m.kv_host_capacity)})` : "";
+    const host = m.kv_host_pool > 0 ? ` · host tier ${gb(m.kv_host_pool)} of evicted prefixes (KV on GPU ${gb(kv)})` : "";
     const fit = html("div", m.fits ? "fit ok" : "fit bad", `${gb(onGpu)} of ${gb(m.capacity)} per GPU ` +
                      `(${pct(onGpu / m.capacity)}): ` + (m.fits ? "fits" : "does not fit") + host, $("membar"));
     fit.title = `${gib(onGpu)} of ${gib(m.capacity)}`;
