@@ -395,7 +395,7 @@ def test_engine_feature_controls(page, base_url):
     with page.expect_request(lambda r: posted("/api/search")(r) and
                              (r.post_data_json or {}).get("kv_offload") == "host"):
         page.select_option("#kv_offload", "host")  # the search models it too
-    sync_api.expect(page.locator("#membar")).to_contain_text("of KV in the host tier", timeout=30_000)
+    sync_api.expect(page.locator("#membar")).to_contain_text("of evicted prefixes", timeout=30_000)  # the host tier holds evicted prefixes (issue 20)
     settled(page)
     assert page.get_attribute("body", "data-state") == "ready"
     assert page.problems == []
