@@ -157,6 +157,12 @@ DEFAULT_KEYS: dict[str, dict] = {
     "ministral": dict(head_dim=128),
     # the default layer_types are all mamba, and transformers' forward needs one attention layer
     "granitemoehybrid": dict(num_hidden_layers=4, layer_types=["mamba", "attention", "mamba", "mamba"]),
+    # the class default has every layer attention (full_attn_idxs None) and no short-conv layer to check;
+    # LFM2-1.2B's config.json has attention at [2, 5, 8, 10, 12, 14]: here layers 2 and 5 of eight
+    "lfm2": dict(layer_types=["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv"]),
+    # layer_types defaults to None and the decoder layers index it: LFM2-8B-A1B's pattern, cut to 8 layers
+    # (dense layers 0-1 conv, MoE layers of both kinds)
+    "lfm2_moe": dict(layer_types=["conv", "conv", "full_attention", "conv", "conv", "conv", "full_attention", "conv"]),
 }
 
 
@@ -274,6 +280,11 @@ VARIANT_KEYS: dict[str, list[dict]] = {
     "mellum": [dict(mlp_layer_types=["dense"] + ["sparse"] * (MAX_LAYERS - 1))],
     "ernie4_5_moe": [dict(moe_layer_interval=2, moe_layer_start_index=0)],
     "bamba": [dict(attn_layer_indices=[0, 3, 7], mamba_proj_bias=True)],
+    # LFM2's MLP width rule: no adjustment, and a multiplier whose product the rounding changes
+    "lfm2": [dict(block_auto_adjust_ff_dim=False), dict(block_ffn_dim_multiplier=1.3)],
+    # a dense prefix of its own width and two shared experts (the class default has neither)
+    "cohere2_moe": [dict(num_shared_experts=2, prefix_dense_intermediate_size=1024,
+                         mlp_layer_types=["dense"] * 2 + ["sparse"] * (MAX_LAYERS - 2))],
 }
 
 

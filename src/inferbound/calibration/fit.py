@@ -94,8 +94,9 @@ def family_host_parameters(rows: list[Row], family: str) -> list[Param]:
     """Host work of one engine family (``vllm``, ``sglang``: the part of the profile key before ``@``),
     shared by every version of it the rows run: ``step_s``, and ``seq_s`` where some row runs more than one
     sequence; priors engines.yaml ``pricing.host`` of the family. The fitted entry is keyed by the family,
-    which kernel_pricing.host_cost falls back to for any version without its own entry."""
-    mine = [f for f in row_features(rows) if f is not None and f["engine"].split("@", 1)[0] == family]
+    which kernel_pricing.host_cost falls back to for any version without its own entry. ``family`` may also
+    be one profile key (``sglang@0.4.3``): then only that version's rows count and the entry is keyed by it."""
+    mine = [f for f in row_features(rows) if f is not None and in_family(f["engine"], family)]
     if len(mine) < MIN_ROWS_PER_ENGINE:  # too few to inform it (as parameters()): the family keeps its priors
         return []
     step_s, seq_s = host_cost(family)
@@ -103,6 +104,11 @@ def family_host_parameters(rows: list[Row], family: str) -> list[Param]:
     if any(f["many"] for f in mine):
         params.append(Param(family, "seq_s", seq_s if seq_s > 0 else SEQ_PRIOR_S))
     return params
+
+
+def in_family(engine_key: str, family: str) -> bool:
+    """``engine_key`` (``name@version``) is ``family`` itself (a profile key) or one of its versions (a name)."""
+    return engine_key == family if "@" in family else engine_key.split("@", 1)[0] == family
 
 
 def calibration_from(params: list[Param], values, base: Calibration | None = None) -> Calibration:

@@ -12,19 +12,22 @@ from .params import annotation, declared, parse
 @app.command()
 @declared
 def models(json: annotation(JSON)) -> None:
-    """List the bundled model catalog: parameters, layers, attention type, KV bytes per token."""
+    """List the bundled model catalog: parameters, layers, attention type, KV bytes per token, and the
+    short aliases that also resolve (``llama-3.3-70b`` for ``llama-3.3-70b-instruct``)."""
     def body():
         from ..faces.report import model_rows
-        rows = model_rows()
+        rows = model_rows()  # with short_aliases (faces.report.with_short_aliases), as /api/models
         if json:
             return print_json(rows)
         t = Table(title="Model catalog (params in billions; KV per token at bf16, all attention layers; "
-                        "attention GQA-n = n KV heads)")
-        for c in ("alias", "family", "total B", "active B", "layers", "attention", "experts", "KV B/token"):
+                        "attention GQA-n = n KV heads; short alias: another name that resolves to it)")
+        for c in ("alias", "short alias", "family", "total B", "active B", "layers", "attention", "experts",
+                  "KV B/token"):
             t.add_column(c, justify="right" if c in ("total B", "active B", "layers", "KV B/token") else "left")
         for r in rows:
-            t.add_row(r["alias"], r["family"], f"{r['total_params'] / 1e9:.2f}", f"{r['active_params'] / 1e9:.2f}",
-                      str(r["layers"]), r["attention"], r["experts"], f"{r['kv_bytes_per_token_bf16']:,.0f}")
+            t.add_row(r["alias"], ", ".join(r["short_aliases"]), r["family"], f"{r['total_params'] / 1e9:.2f}",
+                      f"{r['active_params'] / 1e9:.2f}", str(r["layers"]), r["attention"], r["experts"],
+                      f"{r['kv_bytes_per_token_bf16']:,.0f}")
         console.print(t)
     run(body)
 

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from ..faces.groups import DeploymentOptions, EngineSettings, ServingLoad
 from ..faces.options import SIMULATE_OUTPUT
-from .common import console, print_json, warn
+from .common import console, labelled, print_json, warn
 from .output import Writes, check_file
 from .params import LONG_CONTEXT_FLAG, command
 
@@ -46,6 +46,8 @@ def simulate(o: dict) -> None:
     show(res, plot)
     for w in dep.warnings:
         warn(w)
+    for n in res.summary.get("notes") or []:  # dataset lengths, draws below 1 set to 1, prefixes (sim.simulate)
+        console.print(labelled("note:", "cyan", n), highlight=False, soft_wrap=True)
     files.finish()
 
 

@@ -17,13 +17,24 @@ from ..step import contract as step
 from ..workloads.static import decode_contexts
 from ..deploy.memory import max_batch, max_context, memory_report
 from ..model import alias_of, catalog_files, count_params, kv_bytes_per_token, load_model
+from ..model.variants import aliases
 from ..pricing.roofline import roof, ridge_point
 from ..pricing.collectives import comm_pricer_of
 
 
+def with_short_aliases(rows: list[dict], by_alias: dict[str, str]) -> list[dict]:
+    """Each catalog row with ``short_aliases``: the names of ``by_alias`` (model/variants.aliases: alias ->
+    HF id, what model/loader.resolve accepts) that point to its id, other than its own ``alias``, sorted."""
+    short: dict[str, list[str]] = {}
+    for name, hf_id in by_alias.items():
+        short.setdefault(hf_id, []).append(name)
+    return [{**r, "short_aliases": sorted(a for a in short.get(r["id"], []) if a != r["alias"])} for r in rows]
+
+
 def model_rows() -> list[dict]:
     """One row per catalog model: parameters (total, active), layers, attention type (GQA-n: n KV
-    heads), KV bytes per token at bf16 (attention layers only), experts."""
+    heads), KV bytes per token at bf16 (attention layers only), experts, and the short aliases that
+    also resolve to it (``with_short_aliases``), for ``inferbound models`` and ``/api/models`` alike."""
     rows = []
     for hf_id in catalog_files():
         m = load_model(hf_id)
@@ -32,7 +43,7 @@ def model_rows() -> list[dict]:
                      "total_params": p.total, "active_params": p.active, "layers": m.num_layers,
                      "attention": m.attention_type, "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
                      "experts": f"{m.moe.top_k}/{m.moe.num_experts}" if m.moe else ""})
-    return rows
+    return with_short_aliases(rows, aliases(sorted(catalog_files())))
 
 
 def engine(dep) -> dict:

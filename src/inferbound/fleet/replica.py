@@ -34,6 +34,8 @@ class LeanLedger(Ledger):
     step, and no per-step samples (the fleet reads none; at a day's per-replica load they are about 17 kB per
     request, docs/fleet.md "Speed"). The scheduler only writes them, so no other figure the fleet reads changes."""
 
+    keeps_samples = False  # sim/decode_run.py then builds no sample rows for it
+
     def __init__(self, requests):
         super().__init__(requests)
         self.gap_hist = GapHistogram()

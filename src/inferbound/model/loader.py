@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.datafiles import data_yaml
-from .families import ALIASES, SUPPORTED, builders
+from .family_table import ALIASES, SUPPORTED, builders
 from .quant import implied_by_id, parse_quantization, published
 from .spec import ModelSpec
 from .towers import read_towers

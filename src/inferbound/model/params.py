@@ -122,11 +122,11 @@ def attention_params(m: ModelSpec) -> int:
         kv = (d * (a.kv_lora_rank + a.qk_rope_head_dim) + (a.kv_lora_rank + a.qk_rope_head_dim) * m.qkv_bias
               + a.kv_lora_rank + a.kv_lora_rank * h * (a.qk_nope_head_dim + a.v_head_dim))
         ix = indexer_params(m.indexer, d, a.q_lora_rank) if m.indexer is not None else 0  # DSA (sparse_attn.py)
-        return q + kv + h * a.v_head_dim * d + d * m.out_bias + ix
+        return q + kv + h * a.v_head_dim * d + d * m.out_bias + ix + d * h * m.attention_head_gate
     q_out, kv_out = h * m.head_dim * (2 if m.attention_gate else 1), 2 * m.num_kv_heads * m.head_dim
     w = d * (q_out + kv_out) + h * m.head_dim * d
     return (w + (q_out + kv_out) * m.qkv_bias + d * m.out_bias + qk_norm_params(m)
-            + h * m.attention_sinks)
+            + h * m.attention_sinks + h * m.attention_gate_bias + d * h * m.attention_head_gate)
 
 
 def mlp_params(d: int, ff: int, gated: bool, bias: bool) -> int:
@@ -162,8 +162,9 @@ def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
                    shared_experts=mlp_params(d, e.shared_intermediate_size, m.gated_mlp,
                                              e.expert_bias if e.shared_expert_bias is None else e.shared_expert_bias)
                    * e.num_shared_experts)
+        out["norms"] += norm_params(m) * e.post_norm  # AXK1: post_mlp_layernorm in MoE layers only
     elif g.mlp:
-        out["dense_mlp"] = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias)
+        out["dense_mlp"] = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) + m.mlp_act_params
     return LayerParams(**out)
 
 

@@ -30,12 +30,12 @@ from .towers import Tower
 
 AttentionKind = Literal["full", "window", "chunked"]
 MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "kda", "lightning", "rwkv",
-                    "attention+mamba2", "none"]
+                    "shortconv", "attention+mamba2", "none"]
 #: mixers with softmax attention (and so a KV cache)
 ATTENTION_MIXERS = frozenset({"attention", "attention+mamba2"})
 #: mixers with a recurrent state, and which state-space layer they run
 SSM_OF_MIXER = {"mamba": "mamba", "mamba2": "mamba2", "gated_deltanet": "gated_deltanet", "lightning": "lightning",
-                "kda": "kda", "rwkv": "rwkv", "attention+mamba2": "mamba2"}
+                "kda": "kda", "rwkv": "rwkv", "shortconv": "shortconv", "attention+mamba2": "mamba2"}
 
 
 class LayerGroup(BaseModel):
@@ -113,6 +113,8 @@ class MoE(BaseModel):
     router_bias: bool = False
     shared_expert_gate: bool = False
     latent_size: int | None = Field(default=None, ge=1)
+    post_norm: bool = Field(default=False, description="a norm of width d after the MoE block, in MoE layers only "
+                                                      "(AXK1 post_mlp_layernorm)")
 
     @model_validator(mode="after")
     def _k_le_e(self) -> "MoE":
@@ -162,6 +164,10 @@ class ModelSpec(BaseModel):
     qk_norm: Literal["none", "head", "full", "per_head"] = "none"
     attention_sinks: bool = False
     attention_gate: bool = False
+    attention_head_gate: bool = Field(default=False, description="per-head output gating (Laguna, Bailing's MLA): a "
+                                      "bias-free d -> h projection scaling each head's output (d·h per layer)")
+    attention_gate_bias: bool = Field(default=False, description="Beam: one learned bias per head added to the "
+                                      "output gate (h per layer; the gate projection itself has none)")
     learned_positions: int = Field(default=0, ge=0, description="rows of a learned position embedding")
     word_embed_proj_dim: int | None = Field(default=None, ge=1)
     tie_embeddings: bool = False
@@ -169,6 +175,8 @@ class ModelSpec(BaseModel):
     parallel_attention: bool = False
     cross_attention: bool = False
     sub_norms: bool = Field(default=False, description="BitNet: attn_sub_norm (d) and ffn_sub_norm (MLP width)")
+    mlp_act_params: int = Field(default=0, ge=0, description="stored scalars of each dense MLP's activation "
+                                "(Apertus xIELU: alpha_p, alpha_n, beta, eps = 4)")
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
     mla: MLA | None = None

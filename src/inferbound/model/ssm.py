@@ -33,12 +33,20 @@ DeltaNet with a per-channel forget gate), H heads of width P, V = H·P::
     q_proj, k_proj, v_proj d×V each · conv1d 3V×K, no bias · forget gate f_a d×P, f_b P×V, dt_bias V,
     A_log H · b_proj d×H · output gate g_a d×P, g_b P×V · gated RMSNorm P · o_proj V×d
 
+  (Bailing hybrid, ``BailingHybridKimiDeltaAttention`` in ``models/bailing_hybrid``: the same with
+  full-rank gates, ``forget_gate.f_proj`` d×V and ``g_proj`` d×V: ``KDASpec.full_rank_gates``)
+
 **RWKV-4** (``RwkvSelfAttention`` + ``RwkvFeedForward``; Peng et al. 2023, arXiv:2305.13048), hidden d,
 attention width A = ``attention_hidden_size``, channel-mix width F = ``intermediate_size``::
 
     time mixing: time_decay, time_first 2A · time_mix_key/value/receptance 3d · key, value, receptance
     d×A each · output A×d; channel mixing: time_mix_key/receptance 2d · key d×F · receptance d×d ·
     value F×d; no biases (the block's two LayerNorms and the first block's pre_ln are the model's norms)
+
+**Short convolution** (``Lfm2ShortConv``; LFM2, Liquid AI 2025, transformers ``models/lfm2/modeling_lfm2.py``),
+hidden d, kernel K = ``conv_L_cache``, biases b = ``conv_bias``: a gated depthwise causal conv, no scan::
+
+    in_proj d×3d (+3d) -> B, C, x · y = C ⊙ conv1d(B ⊙ x), conv1d d×K (+d) · out_proj d×d (+d)
 
 **State per sequence and layer** (fixed, O(1) in context; what vLLM's ``MambaStateShapeCalculator``
 allocates, vllm/model_executor/layers/mamba/mamba_utils.py):
@@ -51,7 +59,9 @@ allocates, vllm/model_executor/layers/mamba/mamba_utils.py):
   decayed Σ kᵀv, ``MiniMaxCache.linear_cache``); lightning attention has no convolution;
 - RWKV-4: the token shift keeps the previous token's input of time mixing and of channel mixing (2·d,
   counted as its "conv" state: a width-2 shift), and the WKV recurrence its numerator, denominator and
-  running maximum (3·A values, float32 in transformers' ``RwkvModel``: ``state_dtype`` fp32).
+  running maximum (3·A values, float32 in transformers' ``RwkvModel``: ``state_dtype`` fp32);
+- short convolution: only the conv columns, (K−1)·d values (K in transformers' ``conv_states``), no
+  recurrent state.
 
 The recurrent state may be kept at a wider dtype than the conv state (vLLM ``mamba_ssm_cache_dtype``;
 Nemotron-H configs ask for float32): ``ssm_dtype``.
@@ -136,6 +146,9 @@ class KDASpec(BaseModel):
     head_dim: int = Field(ge=1)
     d_conv: int = Field(ge=1)
     state_dtype: str | None = None
+    #: Bailing hybrid (Ling): the forget gate's f_proj and the output gate's g_proj are one d×V matrix
+    #: each, not Kimi's low-rank d×P + P×V pairs
+    full_rank_gates: bool = False
 
 
 class RWKVSpec(BaseModel):
@@ -150,7 +163,20 @@ class RWKVSpec(BaseModel):
     state_dtype: str | None = None
 
 
-SSMSpec = Annotated[Union[MambaSpec, Mamba2Spec, DeltaNetSpec, KDASpec, LightningSpec, RWKVSpec], Field(discriminator="kind")]
+class ShortConvSpec(BaseModel):
+    """LFM2's gated short convolution (module docstring): in_proj, depthwise conv of kernel d_conv, out_proj."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["shortconv"] = "shortconv"
+    hidden_size: int = Field(ge=1)
+    d_conv: int = Field(ge=1)
+    bias: bool = False
+    state_dtype: str | None = None
+
+
+SSMSpec = Annotated[Union[MambaSpec, Mamba2Spec, DeltaNetSpec, KDASpec, LightningSpec, RWKVSpec, ShortConvSpec],
+                    Field(discriminator="kind")]
 
 
 def lightning_buffer_values(s) -> int:
@@ -167,6 +193,8 @@ def conv_dim(s) -> int:
         return 0
     if s.kind == "mamba":
         return s.d_inner
+    if s.kind == "shortconv":
+        return s.hidden_size
     if s.kind == "mamba2":
         return s.d_inner + 2 * s.n_groups * s.d_state
     if s.kind == "kda":
@@ -188,7 +216,10 @@ def ssm_params(s, d: int) -> int:
     if s.kind == "kda":
         p, h = s.head_dim, s.num_heads
         v = h * p
-        return (3 * d * v + 3 * v * s.d_conv + (d * p + p * v + v + h) + d * h + (d * p + p * v) + p + v * d)
+        gate = d * v if s.full_rank_gates else d * p + p * v  # f and g: full d×V (Bailing) or low rank (Kimi)
+        return (3 * d * v + 3 * v * s.d_conv + (gate + v + h) + d * h + gate + p + v * d)
+    if s.kind == "shortconv":  # in_proj 3d² (+3d), conv d·K (+d), out_proj d² (+d)
+        return 3 * d * d + d * s.d_conv + d * d + 5 * d * s.bias
     if s.kind == "rwkv":
         a, f = s.attention_size, s.ffn_size
         return 2 * a + 3 * d + 3 * d * a + a * d + 2 * d + d * f + d * d + f * d
@@ -212,6 +243,8 @@ def recurrent_state_values(s) -> int:
     """Values of one layer's recurrent state: E·N, H·P·N, Hv·Dk·Dv or H·P·P."""
     if s.kind == "lightning":
         return s.num_heads * s.head_dim * s.head_dim
+    if s.kind == "shortconv":  # no recurrence: the conv columns are its whole state
+        return 0
     if s.kind == "rwkv":
         return 3 * s.attention_size
     if s.kind == "kda":

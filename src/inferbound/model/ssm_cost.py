@@ -45,6 +45,9 @@ intra-block Q·Kᵀ and its product with V (4·q·P), inter-block (Q·decay)·S 
 FLOPs) and state update (the same again): 20·A, plus the token shift's mixes x·μ + x₋₁·(1 − μ) of five
 inputs (3 FLOPs each on d channels): 15·d. Sequential in tokens: prefill and decode cost alike.
 
+**Short convolution** (LFM2 ``Lfm2ShortConv.slow_forward``): the depthwise conv's 2·K·d per token plus the
+two gates B ⊙ x and C ⊙ y, d each: 2·d; it streams B, C, x in and y out (4·d values). No recurrence.
+
 **Bytes** (per layer): the state is read at the start of a step when the sequence has history
 (past > 0) and written at the end: (1 + [past > 0]) · (conv state + recurrent state) per sequence; the
 scan kernel streams its per-token inputs and output through HBM once (Mamba-1: x, Δ, z, y of width E and
@@ -98,6 +101,8 @@ def scan_flops_per_token(s, new=1) -> object:
         return h * (np.where(new > 1, prefill, decode) + p)
     if s.kind == "rwkv":
         return np.full(new.shape, 20.0 * s.attention_size + 15.0 * s.hidden_size)
+    if s.kind == "shortconv":  # LFM2: the two gates B ⊙ x before the conv and C ⊙ y after it, d each
+        return np.full(new.shape, 2.0 * s.hidden_size)
     if s.kind == "lightning":
         p = float(s.head_dim)
         q = np.minimum(float(s.block_size), np.maximum(new, 1.0))
@@ -122,6 +127,8 @@ def stream_values_per_token(s) -> int:
         return 4 * s.num_heads * s.head_dim
     if s.kind == "rwkv":  # k, v, r in, wkv out
         return 4 * s.attention_size
+    if s.kind == "shortconv":  # B, C, x in, y out
+        return 4 * s.hidden_size
     if s.kind == "kda":  # q, k, v, the per-channel decay and the output gate of width V, o, β per head
         return 6 * s.num_heads * s.head_dim + s.num_heads
     kd, vd = s.num_k_heads * s.head_k_dim, s.num_v_heads * s.head_v_dim

@@ -7,7 +7,8 @@ only through the ``based_on`` table, which cites the card naming its base.
 
 Short aliases (``aliases``): each catalog id's name lower-cased (``llama-3.3-70b-instruct``) and, when no
 other entry shares it, the name with the fine-tune tokens and release stamp dropped (``llama-3.3-70b``:
-base and Instruct share the architecture). ``suggest`` gives the closest ids and aliases to a miss.
+base and Instruct share the architecture), also without a trailing version (``mixtral-8x7b`` for
+``Mixtral-8x7B-v0.1``) when that too is unique. ``suggest`` gives the closest ids and aliases to a miss.
 """
 from __future__ import annotations
 
@@ -68,18 +69,30 @@ def reduce(name: str) -> tuple[tuple[str, ...], str | None, str | None, tuple[st
     return tuple(t.lower() for t in kept), dtype, note, tuple(dropped)
 
 
+def short_names(hf_id: str) -> tuple[str, ...]:
+    """The reduced names of one catalog id that may become short aliases: the name with fine-tune tokens,
+    release stamp and prefixes dropped and, when it ends in a version (``version_suffix``: ``v0.1``), that
+    name without it (``mixtral-8x7b`` for ``Mixtral-8x7B-v0.1``). None for a quantized checkpoint's id."""
+    core, dtype, _, _ = reduce(hf_id.split("/", 1)[-1])
+    if dtype is not None or not core:
+        return ()
+    names = ["-".join(core)]
+    if len(core) > 1 and re.match(rules()["version_suffix"], core[-1]):
+        names.append("-".join(core[:-1]))
+    return tuple(names)
+
+
 def aliases(catalog: list[str]) -> dict[str, str]:
-    """Short alias -> catalog HF id: the lower-cased name of each id, plus its reduced name (fine-tune
-    tokens, release stamp and prefixes dropped, no quantization token) where that is unique."""
+    """Short alias -> catalog HF id: the lower-cased name of each id, plus its ``short_names`` where
+    exactly one catalog id has that short name (``mistral-7b`` is shared by v0.1 and v0.3: no alias)."""
     out = {hf_id.split("/", 1)[-1].lower(): hf_id for hf_id in catalog}
-    reduced: dict[str, list[str]] = {}
+    reduced: dict[str, set[str]] = {}
     for hf_id in catalog:
-        core, dtype, _, _ = reduce(hf_id.split("/", 1)[-1])
-        if dtype is None and core:
-            reduced.setdefault("-".join(core), []).append(hf_id)
+        for short in short_names(hf_id):
+            reduced.setdefault(short, set()).add(hf_id)
     for short, ids in reduced.items():
         if len(ids) == 1 and short not in out:
-            out[short] = ids[0]
+            out[short] = next(iter(ids))
     return out
 
 

@@ -103,7 +103,8 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
     ops.extend(layer_extra_ops(m, g, dt, tokens))  # Gemma 3n AltUp / LAuReL / per-layer input (gemma3n.py)
 
     # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
-    elems = tokens * d * (m.norms_per_layer + 1)
+    post_moe = bool(g.moe and m.moe is not None and m.moe.post_norm)  # AXK1's post_mlp_layernorm (model/moe_more.py)
+    elems = tokens * d * (m.norms_per_layer + 1 + post_moe)
     ops.append(Op("norms_residual", "elementwise", g.count, flops=8 * elems, act_bytes=3 * elems * ab,
                   group=label))
     return ops

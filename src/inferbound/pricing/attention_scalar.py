@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .kernels.loadattention import decode_constants
 
 
@@ -117,4 +119,44 @@ def mixed(consts: tuple):
         else:
             mem = mem + kernel
         return comp * f, mem * f, (over + over_p) * f
+    return price
+
+
+def decode_only_array(consts: tuple, shortcut: bool = True):
+    """:func:`decode_only` over an array of decode pairs (one run of decode-only steps: ``tokens`` and
+    ``sampled`` fixed, every dec_pairs > 0): the same constants (decode_constants) and the same float
+    operations in the same order, elementwise (numpy float64 + − × ÷, ceil and ``**`` give Python's floats;
+    tests/test_decode_run_vector_parity.py), the comparisons as np.minimum/np.maximum (equal for non-NaN).
+    Returns (compute s + memory s, overhead s): the kernel's seconds f·kernel on whichever side binds, the
+    other side being 0.0 (x + 0.0 == x), as ScalarSteps._attended sums them."""
+    (pd, peak_d, bw, h, hk, dq_d, dv_d, tb, mla) = consts[0]
+    two_h, dqv, heads, hk_, n_sat, latency, bw_m, pe, per_seq, q, overhead = \
+        decode_constants(pd, peak_d, bw, h, hk, dq_d, dv_d, mla)
+    inv_q, f = 1.0 / q, consts[2]
+    mx, mn = np.maximum, np.minimum
+    # t_m >= latency: with latency >= 1e-30 the floor of h never applies, and the binding side's ratio is
+    # x/x = 1.0, 1.0**q = 1.0 exactly: the sum is 1.0 + (other side/h)**q (addition commutes), one pow
+    one_pow = latency >= 1e-30 and shortcut
+    # and where that ratio r < 2^(−56/q), r**q < 2^−56 (pow within an ulp) and 1.0 + r**q rounds to 1.0,
+    # 1.0**(1/q) = 1.0, h·1.0 = h: a run with every step's r below it needs no pow (low batches: memory-bound)
+    tiny = 2.0 ** (-56.0 / q)
+
+    def price(dec_pairs: np.ndarray, tokens: float, sampled: float):
+        d = sampled if sampled < tokens else tokens
+        if d < 1e-12:
+            d = 1e-12
+        u = mx(mn(d * hk_ * np.ceil(dec_pairs / d / 256.0) / n_sat, 1.0), 1e-12)
+        t_m = latency + (dec_pairs * tb + d * heads * dqv * 2.0) / (bw_m * u)
+        t_c = two_h * dec_pairs * dqv / pe
+        if one_pow:
+            hi = mx(t_c, t_m)
+            r = mn(t_c, t_m) / hi
+            if float(np.maximum.reduce(r)) < tiny:  # (``shortcut`` False: the pows always, for the test)
+                kernel = d * per_seq + hi
+            else:
+                kernel = d * per_seq + hi * (1.0 + r ** q) ** inv_q
+        else:
+            hi = mx(mx(t_c, t_m), 1e-30)
+            kernel = d * per_seq + hi * ((t_c / hi) ** q + (t_m / hi) ** q) ** inv_q
+        return kernel * f, overhead * f
     return price

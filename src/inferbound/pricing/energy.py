@@ -56,12 +56,17 @@ def _power_float(gpu: GPU, compute_dtype: str, flops: float, moved: float, secon
     return p.idle_w + span * -math.expm1(-(p.compute_w * u_c + p.memory_w * u_m) / span)
 
 
+def _bound(gpu: GPU, compute_dtype: str) -> tuple:
+    """(peak FLOP/s, HBM B/s, P_idle, TDP − P_idle, P_compute/span, P_memory/span): power_w's coefficients."""
+    peak, bw, p = gpu.peak_flops[compute_dtype], gpu.hbm_bw, gpu.power
+    idle, span = p.idle_w, max(p.tdp_w - p.idle_w, 1e-9)
+    return peak, bw, idle, span, p.compute_w / span, p.memory_w / span
+
+
 def scalar_power(gpu: GPU, compute_dtype: str):
     """:func:`power_w` for Python floats (the simulator prices one step at a time): the same formula
     with the GPU's coefficients bound once."""
-    peak, bw, p = gpu.peak_flops[compute_dtype], gpu.hbm_bw, gpu.power
-    idle, span = p.idle_w, max(p.tdp_w - p.idle_w, 1e-9)
-    compute, memory = p.compute_w / span, p.memory_w / span
+    peak, bw, idle, span, compute, memory = _bound(gpu, compute_dtype)
 
     expm1 = math.expm1
 
@@ -73,6 +78,21 @@ def scalar_power(gpu: GPU, compute_dtype: str):
         u_m = moved / (t * bw)
         u_m = 0.0 if u_m < 0.0 else (1.0 if u_m > 1.0 else u_m)
         return idle - span * expm1(-(compute * u_c + memory * u_m))
+    return watts
+
+
+def array_power(gpu: GPU, compute_dtype: str):
+    """:func:`scalar_power` over arrays of steps (a run of decode-only steps, sim/decode_run.py): the same
+    bound coefficients and float operations in the same order, the comparisons as masks; np.expm1 is the C
+    library's expm1 that math.expm1 calls (bit-equal where numpy has no SIMD expm1 for the CPU:
+    tests/test_decode_run_vector_parity.py checks it)."""
+    peak, bw, idle, span, compute, memory = _bound(gpu, compute_dtype)
+
+    def watts(flops: np.ndarray, moved: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+        t = np.maximum(seconds, 1e-30)  # the comparisons as np.maximum/np.minimum: equal for non-NaN
+        u_c = np.minimum(np.maximum(flops / (t * peak), 0.0), 1.0)
+        u_m = np.minimum(np.maximum(moved / (t * bw), 0.0), 1.0)
+        return idle - span * np.expm1(-(compute * u_c + memory * u_m))
     return watts
 
 

@@ -25,14 +25,14 @@ from ..deploy.bands import band, error_bands as figure_bands
 from ..deploy.deployment import Deployment, make_deployment
 from ..deploy.prefix import active as prefix_active, request_prefix
 from ..workloads.lengths import dataset_profile, from_dataset
-from ..workloads.requests import Request, poisson, read_trace
+from ..workloads.requests import Request, poisson, poisson_noted, read_trace
 from .config import pool_configs, runtime_with, sim_config
 from .event_loop import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
 from .metrics import request_table, summarize
 from .sources import ClosedLoop
 
-__all__ = ["simulate", "SimResult", "Request", "poisson", "read_trace"]
+__all__ = ["simulate", "SimResult", "Request", "poisson", "poisson_noted", "read_trace"]
 
 
 @dataclass
@@ -123,8 +123,9 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
             raise ValueError(f"{name}={v!r} must be a number of milliseconds > 0")
     source = None if concurrency is None else ClosedLoop(concurrency, think_time, seed)
     if trace is None:
-        reqs = poisson(math.inf if source is not None else rate, requests, input_len, output_len, seed,
-                       input_dist, output_dist)
+        reqs, raised = poisson_noted(math.inf if source is not None else rate, requests, input_len, output_len,
+                                     seed, input_dist, output_dist)  # draws below 1 set to 1: said in the notes
+        notes = notes + raised
     else:
         reqs = list(trace) if isinstance(trace, (list, tuple)) else read_trace(trace)
     reqs, prefix_notes = _with_prefixes(reqs, rt)

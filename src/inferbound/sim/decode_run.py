@@ -16,20 +16,26 @@ c_j + s, and nothing else changes until one of
   loop's ``horizon``); a step of the run starts only before it (an event at a step's start is applied
   before that step is planned, so the step-by-step path would see it).
 
-Step s's time and power are StepModel prices at contexts c_j + s. The first steps are priced one by one:
-on the step model's scalar path (FAST_STEPS of them) by ``StepModel.decode_run`` (the tables read once
-for the run's n, the decode sums D_0 + n·s), the floats of ``StepModel.step`` itself
-(tests/test_sim_scalar_parity.py); on its general path (pipeline stages, state-space layers, grid tables;
-SCALAR_STEPS of them) by ``StepModel.step``, as the step-by-step path. The rest go in one vectorized
-``StepModel.price`` over the run's steps (of_sequences' decode-only load with the steps on an axis: per
-attention kind the pairs and the cached tokens read are both Σ_j kind_reads(c_j + s + 1)), equal to the
-scalar path to 1e-12 (tests/test_sim_fast_paths.py). After k steps sequence j holds max(H_j, ⌈(c_j +
+Step s's time and power are StepModel prices at contexts c_j + s. On the step model's scalar path a run
+expected to be long (the horizon at least SHORT_RUN of the replica's last steps away, more than SHORT_RUN steps
+to go) is priced in one numpy evaluation per chunk by ``StepModel.decode_run_array``, the vectorized twin of
+``StepModel.decode_run``'s scalar closure: the same per-run constants and float operations, the same floats
+(tests/test_decode_run_vector_parity.py); a short one step by step by that closure (the tables read once for
+the run's n, the decode sums D_0 + n·s), the floats of ``StepModel.step`` itself
+(tests/test_sim_scalar_parity.py). Its step ends are one np.add.accumulate from the run's start (left to right,
+e_s = e_{s−1} + t_s, as the event loop meets them), its blocks per step a cumulative sum where the ledger keeps
+samples or the blocks may run out, else only their total (``taken_by``). On the general path (pipeline stages,
+state-space layers, grid tables) the first SCALAR_STEPS are priced by ``StepModel.step``, as the step-by-step
+path, and the rest in one vectorized ``StepModel.price`` over the run's steps (of_sequences' decode-only load
+with the steps on an axis: per attention kind the pairs and the cached tokens read are both Σ_j kind_reads(c_j
++ s + 1)), equal to the scalar path to 1e-12 (tests/test_sim_fast_paths.py). After k steps sequence j holds max(H_j, ⌈(c_j +
 k)/bs⌉) blocks (one more where r_j < k when k <= bs and every r_j < bs). Step ends are summed in order
 (e_s = e_{s−1} + t_s, as the event loop meets them), so every timestamp, gap and sample equals the
 step-by-step path's within float rounding (tests/test_sim_fastpath.py, with ``SimConfig.decode_runs`` off
-as the reference). The run's samples go to the ledger in one call, its gaps as one duration per step for
-all n sequences, and its blocks through one ``BlockManager.allocate``; a run costs a few numpy operations
-plus one price per step, not the three phases of a planned step.
+as the reference; on the scalar path the same floats). The run's samples go to the ledger in one call, its gaps as one duration per step for
+all n sequences, and its blocks through one ``BlockManager.allocate``; a long run costs some 60 numpy
+operations on arrays of its steps (~100 µs on a shared 2-core machine, plus ~0.1 µs a step), not one price per
+step nor the three phases of a planned step.
 """
 from __future__ import annotations
 
@@ -40,7 +46,8 @@ from ..pricing.energy import power_w
 from ..step.contract import StepLoad, of_sequences
 
 SCALAR_STEPS = 24  # general path: steps priced one by one before the rest go in one vectorized call
-FAST_STEPS = 96  # scalar path: the same, StepModel.decode_run's steps (~7 µs each; a vectorized call ~0.5 ms)
+SHORT_RUN = 8  # scalar path: a run expected to end within this many steps after its first is priced step by step
+# (StepModel.decode_run, ~3-7 µs a step); a longer one by StepModel.decode_run_array (~30 µs + ~0.1 µs a step)
 MAX_RUN = 1024  # steps planned at most in one run (bounds the arrays: MAX_RUN × max_num_seqs floats)
 
 
@@ -57,9 +64,23 @@ def blocks_per_step(first: np.ndarray, bs: int, steps: int) -> list[int]:
     r = first.astype(np.int64)
     if int(np.maximum.reduce(r)) < bs:
         return (np.bincount(r, minlength=bs).tolist() * -(-steps // bs))[:steps]
+    return _blocks(first, bs, steps).tolist()
+
+
+def taken_by(first: np.ndarray, bs: int, k: int) -> int:
+    """Σ_s<k a_s, the blocks steps 0..k−1 take: sequence j takes one at r_j, r_j + bs, ... (module docstring),
+    so max(0, ⌊(k − 1 − r_j)/bs⌋ + 1) of them (whole numbers, integer floor division)."""
+    return int(np.add.reduce(np.maximum((k - 1 - first.astype(np.int64)) // bs + 1, 0)))
+
+
+def _blocks(first: np.ndarray, bs: int, steps: int) -> np.ndarray:
+    """:func:`blocks_per_step` as an int64 array."""
+    r = first.astype(np.int64)
+    if int(np.maximum.reduce(r)) < bs:
+        return np.bincount(r, minlength=bs)[np.arange(steps) % bs]
     per = np.zeros(-(-steps // bs) * bs, dtype=np.int64)
     per[:steps] = np.bincount(r[r < steps], minlength=steps)[:steps]  # first blocks, at step r_j
-    return per.reshape(-1, bs).cumsum(axis=0).ravel()[:steps].tolist()  # and every bs steps after
+    return per.reshape(-1, bs).cumsum(axis=0).ravel()[:steps]  # and every bs steps after
 
 
 def run_load(model, ctx0: np.ndarray, offsets: np.ndarray) -> StepLoad:
@@ -123,12 +144,13 @@ def _vector_steps(rep, run: _Run, ctx: np.ndarray, horizon: float, steps: int, p
             run.add(d[i], w[i], used0 + run.taken, n, index)
 
 
-def _fast_steps(run: _Run, price, steps: int, horizon: float, per, free: int, n: float, index: float,
+def _fast_steps(run: _Run, price, stop: int, horizon: float, per, free: int, n: float, index: float,
                 used0: float) -> None:
-    """Steps 0.. of the run priced by ``price(s)`` (StepModel.decode_run), each starting before ``horizon``
-    (the first always) and its blocks within ``free``: what _Run.add records, on local variables."""
-    s, e, taken, samples, gaps, busy, energy = 0, run.e, 0, run.samples, run.gaps, run.busy, run.energy
-    while s < steps and (not s or e < horizon):
+    """Steps run.s..stop−1 of the run priced by ``price(s)`` (StepModel.decode_run), each starting before
+    ``horizon`` (the first always) and its blocks within ``free`` (``per``: blocks_per_step's list, None: none
+    taken). What _Run.add records, on local variables."""
+    s, e, taken, samples, gaps, busy, energy = run.s, run.e, run.taken, run.samples, run.gaps, run.busy, run.energy
+    while s < stop and (not s or e < horizon):
         if per is not None:
             a = per[s]
             if taken + a > free:
@@ -143,6 +165,40 @@ def _fast_steps(run: _Run, price, steps: int, horizon: float, per, free: int, n:
         energy += w * d
         s += 1
     run.s, run.e, run.taken, run.busy, run.energy = s, e, taken, busy, energy
+
+
+def _array_steps(run: _Run, prices, stop: int, horizon: float, cum, n: float, index: float, used0: float,
+                 last: float, chunks: list, ledger_keeps_samples: bool = True) -> float:
+    """Steps run.s..stop−1 priced by ``prices`` (StepModel.decode_run_array) in one evaluation per chunk, each
+    starting before ``horizon`` (the first always); ``last``: a recent step's duration (the chunk's length is
+    (horizon − e)/last + 1, another chunk follows where that falls short); returns the last step's. The step ends are
+    one np.add.accumulate from run.e (e_s = e_{s−1} + t_s left to right, as _fast_steps adds them), busy time
+    and energy likewise; each chunk's samples ((steps, 9) array) and gaps go to ``chunks``."""
+    keep = ledger_keeps_samples
+    while run.s < stop and (not run.s or run.e < horizon):
+        s = run.s
+        m = stop - s
+        if horizon != np.inf:  # steps grow with context: (horizon − e)/last step is enough to pass it
+            m = min(m, max(int((horizon - run.e) / last), 0) + 1)
+        d, w = prices(np.arange(s, s + m, dtype=float))
+        acc = np.empty((3, m + 1))  # rows: step ends, busy time, energy, each summed left to right
+        acc[:, 0] = run.e, run.busy, run.energy
+        acc[0, 1:] = acc[1, 1:] = d
+        np.multiply(w, d, out=acc[2, 1:])
+        np.add.accumulate(acc, axis=1, out=acc)
+        ends = acc[0]
+        k = m if horizon == np.inf else 1 + int(np.searchsorted(ends[1:m], horizon, side="left"))
+        rows = None
+        if keep:
+            rows = np.empty((k, 9))  # ledger.SAMPLE_FIELDS
+            rows[:, 0], rows[:, 1], rows[:, 2:6], rows[:, 7], rows[:, 8] = ends[:k], d[:k], (n, 0.0, 0.0, n), index, w[:k]
+            rows[:, 6] = used0 if cum is None else used0 + cum[s:s + k]
+        chunks.append((rows, ends[1:k + 1] - ends[:k], float(d[0])))
+        run.e, run.busy, run.energy = acc[:, k].tolist()
+        run.s, last = s + k, float(d[k - 1])
+        if cum is not None:
+            run.taken = int(cum[s + k - 1])
+    return last
 
 
 def decode_run(rep, t: float, horizon: float, burst: int = 0):
@@ -165,21 +221,56 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     if burst:
         horizon = float("inf")
     ctx = dec.cached[:n]
-    per = first = None
+    first = None
     bs = pool.block_size
     if not rep.reserve_full:  # (reserve_full: every block was taken at admission)
         first = (dec.blocks[:n] + dec.depth[:n]) * bs - ctx if dec.deep else dec.blocks[:n] * bs - ctx
         if float(np.minimum.reduce(first)) < 0:  # blocks short of the cached tokens: not a run's state
             return None
-        per = blocks_per_step(first, bs, steps)
     free = pool.free
-    fast = rep.sm.decode_run(ctx) if rep.pricer.spec is None else None  # StepModel.step of ctx + s, per run
     run = _Run(t, rep.busy_s, rep.energy_j_per_gpu)
     n_f, index, used0 = float(n), float(rep.index), float(pool.used())
-    if fast is not None:  # the first FAST_STEPS priced by the run's scalar closure: step's own numbers
-        limit = min(steps, FAST_STEPS)
-        _fast_steps(run, fast, limit, horizon, per, free, n_f, index, used0)
+    chunks: list = []
+    fast = prices = cum = None
+    if rep.pricer.spec is None and rep.sm._scalar is not False:  # StepModel's scalar path (None: not built yet)
+        last = rep.last_d  # the replica's last step: how many of this run's steps its horizon leaves, roughly
+        if last > 0.0 and steps > SHORT_RUN and (horizon == np.inf or (horizon - t) / last >= SHORT_RUN):
+            prices = rep.sm.decode_run_array(ctx)  # a long run: every step in one array evaluation
+        if prices is None:
+            fast = rep.sm.decode_run(ctx)
+    if prices is not None or fast is not None:
+        if first is not None and prices is not None:  # Σ a nondecreasing: the steps whose blocks fit
+            if ledger.keeps_samples or taken_by(first, bs, steps) > free:  # per-step counts needed
+                cum = np.cumsum(_blocks(first, bs, steps))
+                steps = min(steps, int(np.searchsorted(cum, free, side="right")))
+                if steps == 0:
+                    return None
+        if prices is not None:
+            last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
+                                ledger.keeps_samples)
+        else:  # the first step by the run's scalar closure (step's own numbers), ...
+            per = None if first is None else blocks_per_step(first, bs, steps)
+            _fast_steps(run, fast, 1, horizon, per, free, n_f, index, used0)
+            if run.s == 0:
+                return None
+            last = run.samples[1]
+            if run.s < steps and run.e < horizon:  # ... the rest one by one if few, else in one array evaluation
+                if horizon == np.inf or (horizon - run.e) / last >= SHORT_RUN and steps - run.s > SHORT_RUN:
+                    prices = rep.sm.decode_run_array(ctx)
+                    if first is not None and (ledger.keeps_samples or taken_by(first, bs, steps) > free):
+                        cum = np.cumsum(_blocks(first, bs, steps))
+                        steps = min(steps, int(np.searchsorted(cum, free, side="right")))
+                    last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
+                                        ledger.keeps_samples)
+                else:
+                    _fast_steps(run, fast, steps, horizon, per, free, n_f, index, used0)
+                    last = run.samples[-8]
+    if prices is not None or fast is not None:
+        rep.last_d = last
+        if prices is not None and cum is None and first is not None:  # every step's blocks fit: Σ of them
+            run.taken = taken_by(first, bs, run.s)
     else:
+        per = None if first is None else blocks_per_step(first, bs, steps)
         price, mode = rep.pricer.price, "stream" if t == rep.last_end else "isolated"
         limit = min(steps, SCALAR_STEPS)
         while run.s < limit and (not run.s or run.e < horizon):
@@ -191,10 +282,10 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
             d, w = price(ctx + run.s, (), mode)
             mode = "stream"
             run.add(d, w, used0 + run.taken, n_f, index)
-    if run.s == 0:
-        return None
-    if run.s == limit < steps and run.e < horizon:
-        _vector_steps(rep, run, ctx, horizon, steps, per, free)
+        if run.s == 0:
+            return None
+        if run.s == limit < steps and run.e < horizon:
+            _vector_steps(rep, run, ctx, horizon, steps, per, free)
     k = run.s
     if run.taken:  # each sequence then holds max(H_j, ⌈(c_j + k)/bs⌉) blocks, prefix depth included
         pool.allocate(run.taken)
@@ -206,14 +297,22 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
                 want -= dec.depth[:n]
             np.maximum(dec.blocks[:n], want, out=dec.blocks[:n])
     ledger.record_step_values(run.samples)
+    for rows, _, _ in chunks:
+        if rows is not None:
+            ledger.record_step_values(rows.ravel())
     if burst:  # one chunk of k tokens per sequence: one gap each, from its previous token to the burst's end
         ledger.record_gaps(run.e, dec.lasts(), t)
     elif dec.last_all == t:  # the first step's gaps, as Replica._apply_decodes records them
-        ledger.record_equal_gaps(run.gaps[0], n)
+        ledger.record_equal_gaps(run.gaps[0] if run.gaps else float(chunks[0][1][0]), n)
     else:
-        ledger.record_gaps(t + run.samples[1], dec.lasts(), t)
+        ledger.record_gaps(t + (run.samples[1] if run.samples else chunks[0][2]), dec.lasts(), t)
     if k > 1 and not burst:  # every later step: all n waited exactly the step before
-        ledger.record_equal_gap_run(run.gaps[1:], n)
+        if not chunks:
+            ledger.record_equal_gap_run(run.gaps[1:], n)
+        elif run.gaps or len(chunks) > 1:
+            ledger.record_equal_gap_run(np.concatenate([run.gaps] + [g for _, g, _ in chunks])[1:], n)
+        else:
+            ledger.record_equal_gap_run(chunks[0][1][1:], n)
     dec.cg[:, :n] += float(k)
     end = run.e
     dec.set_last(end)

@@ -32,6 +32,8 @@ SAMPLE_FIELDS = ("t_s", "duration_s", "decode_tokens", "prefill_tokens", "waitin
 
 
 class Ledger:
+    keeps_samples = True  # record_step_values keeps them (a ledger that drops them says False: it is not sent any)
+
     def __init__(self, requests: list[Request]):
         n = len(requests)
         self.ids = [r.id for r in requests]
@@ -97,6 +99,10 @@ class Ledger:
     def record_equal_gap_run(self, gaps, count: int) -> None:
         """``count`` gaps of each value of ``gaps``: record_equal_gaps for every step of a run of decode-only
         steps (sim/decode_run.py) in one call."""
+        if isinstance(gaps, np.ndarray):  # a float64 array: its bytes at once
+            self._gap_step.frombytes(gaps.astype(float, copy=False).tobytes())
+            self._gap_count.frombytes(np.full(gaps.size, float(count)).tobytes())
+            return
         self._gap_step.extend(gaps)
         self._gap_count.extend([float(count)] * len(gaps))
 
@@ -113,7 +119,11 @@ class Ledger:
         self._samples.extend(fields)
 
     def record_step_values(self, values) -> None:
-        """Samples of several steps at once: their fields in order, step after step (as record_step each)."""
+        """Samples of several steps at once: their fields in order, step after step (as record_step each); a
+        list of floats or a flat float64 array."""
+        if isinstance(values, np.ndarray):
+            self._samples.frombytes(values.astype(float, copy=False).tobytes())
+            return
         self._samples.extend(values)
 
     # -- reading -----------------------------------------------------------------------------------

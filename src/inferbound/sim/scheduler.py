@@ -105,6 +105,7 @@ class Replica(BlockRules, StepApply):
         self.admissions = 0
         self.busy = False
         self.last_end = -1.0  # end of the last step (a step starting then continues the stream)
+        self.last_d = 0.0  # duration of the last step of a run of decode-only steps (decode_run.py: 0 none yet)
         self.outstanding = 0
         self.preemptions = 0
         self.busy_s = 0.0

@@ -8,7 +8,10 @@ sums); its parity with :func:`step.price` and with ``StepModel.price`` (tests/te
 tested. :meth:`ScalarSteps.decode_run` is :meth:`ScalarSteps.step` for a run of decode-only steps at
 contexts c_j + s: the tables read once for the run's n sequences, the decode sums D_0 + n·s, each step
 priced by the same code (:meth:`_base`, :meth:`_attended`), so the same floats
-(tests/test_sim_scalar_parity.py). The path holds for one pipeline stage, no SSM scans, no DSA indexer and
+(tests/test_sim_scalar_parity.py); :meth:`ScalarSteps.decode_run_array` is that closure over an array of
+steps, one numpy evaluation (:meth:`_attended_array`, attention_scalar.decode_only_array, energy.array_power:
+the same constants and float operations elementwise, so the same floats: tests/test_decode_run_vector_parity.py).
+The path holds for one pipeline stage, no SSM scans, no DSA indexer and
 an exact (every-T) table; elsewhere :meth:`step` falls back to ``StepModel.price``.
 
 A mixin: :class:`ScalarSteps` reads the attributes ``StepModel.__init__`` sets (dep, body, head, stages,
@@ -20,8 +23,8 @@ import numpy as np
 
 from ..operators import attention_kinds, attention_ops, kind_of, kind_reads
 from ..pricing import graphs as G
-from ..pricing.energy import power_w, scalar_power
-from ..pricing.attention_scalar import decode_only, mixed
+from ..pricing.energy import array_power, power_w, scalar_power
+from ..pricing.attention_scalar import decode_only, decode_only_array, mixed
 from ..pricing.kernel_pricing import attention_consts
 from ..pricing.roofline import WORK_KEYS, attention_dtype, roof
 from .contract import graph_delta, of_sequences, sequence_sums
@@ -69,6 +72,10 @@ class ScalarSteps:
                              None if consts is None else decode_only(consts)))
             self._att.append(coef)
         self._power = scalar_power(dep.gpu, dep.compute_dtype)
+        # decode_run_array's twins of the first stage's decode kernels and of the power, same constants
+        self._dec_arrays = [None if c[7] is None else decode_only_array(c[7]) for c in self._att[0]] \
+            if self._att else []
+        self._power_array = array_power(dep.gpu, dep.compute_dtype)
         self._kinds = attention_kinds(m)
         self._o_step = dep.gpu.efficiency.step_overhead_s
         self._overlap = par.comm_overlap
@@ -186,3 +193,56 @@ class ScalarSteps:
                 att[k] = (d, 0.0, d)
             return attended(base, att, n)
         return price
+
+    def _attended_array(self, base: tuple, att: dict, seqs: int):
+        """:meth:`_attended` of decode-only steps, ``att`` {kind: decode pairs = cached tokens read} an array
+        over the steps: the same float operations in the same order, elementwise (the Roof's max as
+        np.maximum, min as np.minimum; decode kernels by attention_scalar.decode_only_array)."""
+        busy, comm, over, flops, moved, tokens = base
+        g = self._groups
+        for (kind, count, f_dec, f_pre, b_cached, b_tok, _, consts, _), arr in zip(self._att[0], self._dec_arrays):
+            dp = att[kind]  # > 0: f_pre·0.0 (no prefill pairs) adds 0.0, x + 0.0 == x
+            f, by = f_dec * dp, b_cached * dp + b_tok * tokens
+            if consts is None:
+                r = self._roof
+                t_op = np.maximum(f / r.peak, by / r.bandwidth) + r.overhead
+                busy = busy + (t_op - r.overhead) * count
+                over = over + r.overhead * count
+            else:
+                k_s, o_s = arr(dp / g, tokens / g, seqs / g)
+                busy = busy + k_s * count
+                over = over + o_s * count
+            flops = flops + f * count
+            moved = moved + by * count
+        if self._overlap:
+            comm = comm - np.minimum(comm * self._overlap, busy)
+        t = busy + comm + over + self._o_step
+        return t, self._power_array(flops, moved, t)
+
+    def decode_run_array(self, dec_ctx):
+        """``prices(s)`` = (seconds, watts per GPU) arrays of :meth:`decode_run`'s ``price`` at each whole s
+        of the float array ``s``: the run's steps priced in one numpy evaluation from the same per-run
+        constants (:meth:`_base` at T = S = n, D_0) and the same float operations (:meth:`_attended_array`);
+        None on the general path. Equal to ``price(s)`` bit for bit where numpy's pow/expm1 are the C
+        library's (tests/test_decode_run_vector_parity.py)."""
+        dec = np.asarray(dec_ctx, dtype=float)
+        n = dec.size
+        if n > self.max_tokens:
+            raise ValueError(f"step of {n} tokens exceeds the tabulated max_tokens={self.max_tokens}")
+        if self._scalar is None:
+            self._scalar_tables()
+        if not self._scalar or n == 0:
+            return None
+        base = self._runs.get(n)
+        if base is None:
+            base = self._runs[n] = self._base(n, n)
+        nf, total, after = float(n), float(np.add.reduce(dec)) + float(n), dec + 1.0
+        kinds = self._kinds
+
+        def prices(s: np.ndarray):
+            att = {}
+            for k in kinds:  # full attention D_0 + n·s; a window's Σ_j kind_reads(c_j + s + 1), whole numbers
+                att[k] = total + nf * s if k[0] == "full" else \
+                    np.add.reduce(kind_reads(k, after[None, :] + s[:, None]), axis=1)
+            return self._attended_array(base, att, n)
+        return prices

@@ -40,7 +40,7 @@ def _check_workload(reqs, req: SimulateIn) -> None:
 def simulate(req: SimulateIn, request: Request) -> dict:
     """Poisson arrivals at ``rate`` req/s through a vLLM-style continuous-batching scheduler: TTFT, ITL,
     TPOT, end-to-end and queue percentiles, throughput, goodput under SLOs, KV use, energy and cost."""
-    from ..sim import poisson, simulate as run_simulation  # optional subpackage, imported on use
+    from ..sim import poisson_noted, simulate as run_simulation  # optional subpackage, imported on use
 
     dep = deployment(req)
     rate = math.inf if req.rate == "inf" or req.concurrency is not None else float(req.rate)
@@ -54,7 +54,8 @@ def simulate(req: SimulateIn, request: Request) -> dict:
         except ValueError as e:
             raise ApiError("dataset", str(e)) from None
     with heavy_slot(request), computing(req):
-        reqs = poisson(rate, req.requests, i, o, req.seed, dist_in, dist_out)
+        reqs, raised = poisson_noted(rate, req.requests, i, o, req.seed, dist_in, dist_out)
+        notes = [*notes, *raised]  # lengths drawn below 1 and set to 1, counted
         _check_workload(reqs, req)
         try:
             res = run_simulation(dep, trace=reqs, replicas=req.replicas, prefill_replicas=req.prefill_replicas,

@@ -10,8 +10,8 @@ sum to 1, by request count):
   draws them, workloads/requests.py) or a trace: the requests' (I, O) pairs grouped into ``classes`` equal-count
   classes by O (then I), each class at its members' mean lengths. A distribution is represented by
   ``sample`` draws with a fixed seed, so the same spec always gives the same mix;
-- a dataset profile (data/datasets.yaml: ShareGPT as vLLM's benchmark filters it, the Azure 2023
-  traces, arXiv summarization, ...), named case-insensitively: its measured length classes where the
+- a dataset profile (data/datasets.yaml: ShareGPT as vLLM's benchmark filters it, ShareGPT multi-turn as
+  Sarathi-Serve ships it, the Azure 2023 traces, arXiv summarization, ...), named case-insensitively: its measured length classes where the
   profile has them (grouped from a published per-request table as ``from_pairs`` groups a trace), else
   its published mean lengths, one class, with a note that the spread is not modelled. Only profiles with both means published are offered
   (``dataset_names``); the others stay in the file for measured rows that state their own lengths.
