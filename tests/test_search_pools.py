@@ -33,7 +33,7 @@ def test_the_winner_has_a_prefill_pool_of_its_own(result):
     assert best.unit_gpus == x * pre["replica_gpus"] + y * dec["replica_gpus"]
     assert best.metrics["tok_s_per_gpu"] == pytest.approx(best.metrics["tok_s"] / best.unit_gpus)
     # it beats the same decode layout with both pools on it (the search's rows of one layout each)
-    same = [r for r in result.table if not r.pools and r.tp == 4]
+    same = [r for r in result.table if r.pools["prefill"]["tp"] == r.pools["decode"]["tp"] == 4]
     assert same and best.objective_value > same[0].objective_value
 
 

@@ -112,18 +112,12 @@ class Parallelism(BaseModel):
     collective_algo: str = Field(default="auto", description="all-reduce algorithm: " + ", ".join(COLLECTIVE_ALGOS))
     comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of collective time hidden behind compute")
 
-    @field_validator("collective_algo")
+    @field_validator("collective_algo", "ep_a2a")
     @classmethod
-    def _algo(cls, v: str) -> str:
-        if v not in COLLECTIVE_ALGOS:
-            raise ValueError(f"collective_algo={v!r} unknown; allowed: {', '.join(COLLECTIVE_ALGOS)}")
-        return v
-
-    @field_validator("ep_a2a")
-    @classmethod
-    def _a2a(cls, v: str) -> str:
-        if v not in EP_A2A:
-            raise ValueError(f"ep_a2a={v!r} unknown; allowed: {', '.join(EP_A2A)}")
+    def _one_of(cls, v: str, info) -> str:
+        allowed = {"collective_algo": COLLECTIVE_ALGOS, "ep_a2a": EP_A2A}[info.field_name]
+        if v not in allowed:
+            raise ValueError(f"{info.field_name}={v!r} unknown; allowed: {', '.join(allowed)}")
         return v
 
     @model_validator(mode="after")

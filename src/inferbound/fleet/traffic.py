@@ -35,7 +35,7 @@ import numpy as np
 
 from ..deploy.prefix import active as prefix_active, groups as prefix_groups, request_prefix
 from ..workloads.lengths import dataset_profile
-from ..workloads.requests import Request, draw_lengths
+from ..workloads.requests import Request, draw_lengths_raised
 from .spec import FleetSpec
 
 
@@ -87,6 +87,16 @@ def lengths_of(spec: FleetSpec) -> tuple[int, int, str | None, str | None, list[
     return t.input_len, t.output_len, None, None, []
 
 
+def _draw(dist, base, n, rng, field, notes: list) -> np.ndarray:
+    """``n`` lengths as workloads/requests.draw_lengths_raised draws them; the count of draws below 1 that
+    were set to 1 goes into ``notes`` in the words simulate uses (requests.poisson_noted)."""
+    drawn, k = draw_lengths_raised(dist, base, n, rng, field)
+    if k:
+        what = "prompt" if field == "input" else "output"
+        notes.append(f"{k} of {n} {what} lengths drawn below 1 were set to 1 ({field}_dist={dist})")
+    return drawn
+
+
 def generate(spec: FleetSpec) -> Arrivals:
     """The arrivals of a fleet file with ``traffic.rate`` (module docstring)."""
     r, t = spec.traffic.rate, spec.traffic
@@ -96,8 +106,9 @@ def generate(spec: FleetSpec) -> Arrivals:
     starts = diurnal_times(r.mean / turns, r.peak_to_mean, r.period, t.duration, rng)
     if turns == 1:
         n = starts.size
-        ins = draw_lengths(i_dist, i_len, n, rng, "input")
-        outs = draw_lengths(o_dist, o_len, n, rng, "output")
+        notes = list(notes)
+        ins = _draw(i_dist, i_len, n, rng, "input", notes)
+        outs = _draw(o_dist, o_len, n, rng, "output", notes)
         reqs = tuple(Request(k, float(a), int(i), int(o)) for k, (a, i, o) in enumerate(zip(starts, ins, outs)))
         return Arrivals(reqs, np.full(n, -1, dtype=np.int64), t.duration, tuple(notes), "diurnal Poisson")
     return _sessions(spec, starts, rng, (i_len, o_len, i_dist, o_dist), notes)
@@ -107,8 +118,9 @@ def _sessions(spec: FleetSpec, starts: np.ndarray, rng, lens, notes) -> Arrivals
     i_len, o_len, i_dist, o_dist = lens
     turns, z = spec.sessions.turns, spec.sessions.think_time
     s = starts.size
-    new_in = draw_lengths(i_dist, i_len, s * turns, rng, "input").reshape(s, turns)
-    outs = draw_lengths(o_dist, o_len, s * turns, rng, "output").reshape(s, turns)
+    notes = list(notes)
+    new_in = _draw(i_dist, i_len, s * turns, rng, "input", notes).reshape(s, turns)
+    outs = _draw(o_dist, o_len, s * turns, rng, "output", notes).reshape(s, turns)
     gaps = rng.exponential(z, (s, turns)) if z > 0 else np.zeros((s, turns))
     gaps[:, 0] = 0.0
     when = starts[:, None] + np.cumsum(gaps, axis=1)
@@ -143,8 +155,8 @@ def from_trace(spec: FleetSpec, read_trace) -> Arrivals:
     missing = outs < 1
     if missing.any():
         _, o_len, _, o_dist, more = lengths_of(spec)
-        outs[missing] = draw_lengths(o_dist, o_len, int(missing.sum()), np.random.default_rng(spec.seed), "output")
         notes += [f"{int(missing.sum())} output lengths not in the trace: drawn from the traffic's lengths", *more]
+        outs[missing] = _draw(o_dist, o_len, int(missing.sum()), np.random.default_rng(spec.seed), "output", notes)
     horizon = spec.traffic.duration
     pids, plens = _trace_prefixes(tr, n)
     reqs, sess = [], []

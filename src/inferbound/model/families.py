@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .fields import core, flag, sized
+from .fields import core, flag, mla_fields, sized
 from .hybrids import HYBRIDS
 from .hybrids_more import HYBRIDS_MORE
 from .classic import CLASSIC
@@ -161,16 +161,12 @@ def decoder(r: Reader, fam: str, defaults: dict, size_defaults: dict, t: Traits)
         if fam in ("deepseek_v3", "glm4_moe") else 0)
 
 
-def _mla(r: Reader) -> dict | None:
+def _mla(r: Reader) -> dict:
+    """:func:`fields.mla_fields`, but a config without kv_lora_rank names only that key (the switch that
+    makes a family MLA)."""
     if not r.has("kv_lora_rank"):
         raise r.missing(["kv_lora_rank"])
-    keys = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-    missing = [k for k in keys if not r.has(k)]
-    if missing:
-        raise r.missing(missing)
-    out = {k: r.int(k, kind="width", lo=0 if k == "qk_rope_head_dim" else 1) for k in keys}
-    out["q_lora_rank"] = r.opt_int("q_lora_rank", kind="width")
-    return out
+    return mla_fields(r)
 
 
 # ---------------------------------------------------------------------- families with their own layout

@@ -2,7 +2,8 @@
 
 ``flag`` reads a switch (a constant, or the config key that sets it); ``sized`` an integer size (the
 first key present, else the config class's default with a warning, else a formula default); ``core``
-the decoder's layers, width, heads, KV heads, head_dim and vocabulary, range- and divisibility-checked.
+the decoder's layers, width, heads, KV heads, head_dim and vocabulary, range- and divisibility-checked;
+``mla_fields`` the multi-head latent attention widths (DeepSeek-V3's config keys).
 """
 from __future__ import annotations
 
@@ -69,4 +70,16 @@ def core(r: Reader, fam: str, defaults: dict, size_defaults: dict, layers=("num_
     r.divides("num_key_value_heads", kv, r.key_of(*heads) or heads[0], h,
               "each KV head serves an equal group of query heads")
     out.update(h=h, kv=kv, hd=hd)
+    return out
+
+
+def mla_fields(r: Reader) -> dict:
+    """Multi-head latent attention widths: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim (may be 0),
+    v_head_dim (all required; ConfigError naming the missing ones) and the optional q_lora_rank."""
+    keys = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    missing = [k for k in keys if not r.has(k)]
+    if missing:
+        raise r.missing(missing)
+    out = {k: r.int(k, kind="width", lo=0 if k == "qk_rope_head_dim" else 1) for k in keys}
+    out["q_lora_rank"] = r.opt_int("q_lora_rank", kind="width")
     return out

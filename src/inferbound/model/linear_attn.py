@@ -29,7 +29,7 @@ Each builder follows its transformers 5.24 modeling file (``models/<family>/mode
 """
 from __future__ import annotations
 
-from .fields import core, flag, sized
+from .fields import core, flag, mla_fields, sized
 from .layout import group_layers, top_k
 from .spec import MoE
 from .ssm import DeltaNetSpec, KDASpec, LightningSpec
@@ -112,16 +112,6 @@ def minimax(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
                 ssm=ssm if "linear_attention" in types else None, moe=moe, layers=group_layers(per))
 
 
-def _mla(r: Reader) -> dict:
-    keys = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-    missing = [k for k in keys if not r.has(k)]
-    if missing:
-        raise r.missing(missing)
-    out = {k: r.int(k, kind="width", lo=0 if k == "qk_rope_head_dim" else 1) for k in keys}
-    out["q_lora_rank"] = r.opt_int("q_lora_rank", kind="width")
-    return out
-
-
 def _kimi_types(r: Reader, n: int, lin: dict) -> list[str]:
     types = r.str_list("layer_types", length=n, allowed=("linear_attention", "full_attention"))
     if types is not None:
@@ -148,7 +138,7 @@ def kimi_linear(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dic
     if not isinstance(lin, dict):
         raise r.error("linear_attn_config", lin, "is not an object", "a JSON object (head_dim, num_heads, ...)")
     types = _kimi_types(r, n, lin)
-    mla = _mla(r)
+    mla = mla_fields(r)
     lin_size = {"head_dim": ("linear_head_dim", "head_dim"), "num_heads": ("linear_num_heads", "num_heads"),
                 "d_conv": ("linear_conv_kernel_dim", "short_conv_kernel_size")}
     kda = {}

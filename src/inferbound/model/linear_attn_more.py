@@ -28,9 +28,9 @@
 """
 from __future__ import annotations
 
-from .fields import core, flag, sized
+from .fields import core, flag, mla_fields, sized
 from .layout import group_layers, top_k
-from .linear_attn import _mla, deltanet_spec
+from .linear_attn import deltanet_spec
 from .spec import MoE
 from .ssm import DeltaNetSpec, KDASpec
 from .validate import Reader
@@ -99,7 +99,7 @@ def bailing_hybrid(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> 
     if mlp_types is None:
         first = r.int("first_k_dense_replace", default=defaults["first_k_dense_replace"], kind="layers", lo=0)
         mlp_types = ["dense" if i < first else "sparse" for i in range(n)]
-    mla = _mla(r)
+    mla = mla_fields(r)
     moe = None
     if "sparse" in mlp_types:
         # the checkpoint's spellings and their BailingHybridConfig.attribute_map names

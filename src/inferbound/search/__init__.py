@@ -19,12 +19,12 @@ from ..model import ModelSpec, load_model
 from ..workloads.steady_state import prompts_per_decode
 from .backends import BACKENDS, evaluate_all, local_workers
 from .emit import ENGINES, emit_command
-from .evaluate import Workload, evaluate_layout, pool_pairs, step_model
+from .evaluate import Workload, concurrency_caps, evaluate_layout, pool_pairs, step_model
 from .explain import explain_row
 from .metrics import OBJECTIVES, SENSE, Constraint, Points, constraints_from, violation
 from .pareto import pareto_mask
 from .rank import best_per_layout, closest_miss, limit_at
-from .result import Row, SearchResult, make_row, unit_label, winner_reason
+from .result import Row, SearchResult, make_row, pool_fields, unit_label, winner_reason
 from .space import SearchSize, build_space, estimate_size, resolve_gpus, search_defaults
 
 __all__ = ["search", "SearchResult", "SearchSize", "Row", "pareto_mask", "emit_command", "OBJECTIVES", "ENGINES",
@@ -225,19 +225,22 @@ def _short(v: float) -> str:
     return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
 
 
-def _pool(dep) -> dict:
-    """The Row fields of one pool's layout (Row.pools)."""
-    p = dep.par
-    return dict(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, attention_dp=p.attention_dp, nodes=p.nodes,
-                replica_gpus=p.replica_gpus, redundant_experts=p.redundant_experts, ep_a2a=p.ep_a2a)
+def _pools(dep, prefill, w: Workload, row: Row, decode_capacity: float) -> dict:
+    """Row.pools of a disaggregated row: each pool's fields from its own priced deployment (result.pool_fields);
+    the prefill pool (``prefill``, or ``dep`` when both pools share the layout) runs row.prefill_batch prompts
+    per step on its own KV capacity (evaluate.concurrency_caps, decode_only as evaluate.prefill_k_max)."""
+    pre = prefill or dep
+    pre_capacity = concurrency_caps(pre, w, decode_only=True)[1]
+    return {"prefill": pool_fields(pre, row.prefill_batch, pre_capacity),
+            "decode": pool_fields(dep, row.max_num_seqs, decode_capacity)}
 
 
 def _row(rank, dep, combo, lp, points: Points, i: int, w: Workload, objective, feasible, constraints,
          prefill=None) -> Row:
     limit = limit_at(points, i, feasible, constraints, lp.cap)
     row = make_row(rank, dep, combo, points, i, w, objective, limit, lp.kv_capacity_bytes)
-    if prefill is not None:  # the prefill pool has its own layout
-        row.pools = {"prefill": _pool(prefill), "decode": _pool(dep)}
+    if w.disaggregated:  # each pool with its own layout, limits and memory share
+        row.pools = _pools(dep, prefill, w, row, lp.kv_capacity_bytes)
     groups = dep.par.attention_groups
     sm = step_model(dep, dep.runtime.token_budget * groups + groups)
     dec = float(points.concurrency[i])

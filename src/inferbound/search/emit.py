@@ -135,7 +135,7 @@ def sglang_args(model: str, row: Row, profile, role: str | None = None, online_f
         f.append(("--context-length", str(row.context_len)))
     f += LF.sglang_flags(base or model, row, profile)[0]
     f += LF.sglang_ep_flags(row, profile)[0]
-    if role is not None:
+    if role is not None and LF.sglang_has_disaggregation(profile):
         f.append(("--disaggregation-mode", role))
     return ["python", "-m", "sglang.launch_server"], f
 
@@ -183,7 +183,8 @@ def feature_notes(model: str, row: Row, engine: str, p) -> list[str]:
     if engine == "vllm":
         return LF.vllm_flags(model, row, p)[1] + ep + ([LF.P2P_NCCL_NOTE] if row.mode == "disaggregated" else [])
     if engine == "sglang":
-        return LF.sglang_flags(model, row, p)[1] + ep
+        pd = [] if row.mode != "disaggregated" or LF.sglang_has_disaggregation(p) else [LF.sglang_no_pd_note(p)]
+        return LF.sglang_flags(model, row, p)[1] + ep + pd
     return LF.trtllm_yaml(model, row, p)[1]
 
 

@@ -64,12 +64,16 @@ def _template(p, name: str) -> str:
     return str(getattr(p.flags, name, None) or "") if p.flags is not None else ""
 
 
-def _spec(row) -> tuple[str, str | None, int] | None:
+def _spec(model: str, row) -> tuple[str, str | None, int] | None:
+    """(method, head, k) of the row's speculation, None without: head = the EAGLE head of ``model``
+    (:func:`eagle_head`, None if none is recorded) for eagle, the draft model for draft:MODEL, else None;
+    k = spec_tokens."""
     f = row.features
     if not f.get("speculative"):
         return None
     method, draft = parse_method(f["speculative"])
-    return method, draft, int(f.get("spec_tokens") or 0)
+    head = eagle_head(model) if method == "eagle" else draft
+    return method, head, int(f.get("spec_tokens") or 0)
 
 
 def _draft_tokens(row, k: int) -> int:
@@ -87,11 +91,10 @@ def vllm_flags(model: str, row, p) -> tuple[Flags, list[str]]:
     its host tier is a comment (vLLM combines connectors with MultiConnector)."""
     flags: Flags = []
     notes: list[str] = []
-    spec = _spec(row)
+    spec = _spec(model, row)
     tmpl = _template(p, "speculative")
     if spec is not None:
-        method, draft, k = spec
-        head = eagle_head(model) if method == "eagle" else draft
+        method, head, k = spec
         if row.features.get("spec_topk", 1) > 1:
             notes.append(f"# tree drafting (topk {row.features['spec_topk']}) was priced; {p.label} drafts a chain: "
                          f"no flag")
@@ -135,12 +138,11 @@ def sglang_flags(model: str, row, p) -> tuple[Flags, list[str]]:
     """SGLang flags and comment lines for the row's features (module docstring)."""
     flags: Flags = []
     notes: list[str] = []
-    spec = _spec(row)
+    spec = _spec(model, row)
     tmpl = _template(p, "speculative")
     if spec is not None:
-        method, draft, k = spec
+        method, head, k = spec
         algo = SGLANG_ALGO[method]
-        head = eagle_head(model) if method == "eagle" else draft
         if algo not in tmpl.replace("|", " ").split():
             notes.append(f"# {method} priced; {p.label} has no --speculative-algorithm {algo} ({tmpl})")
         elif method == "eagle" and head is None:
@@ -172,11 +174,10 @@ def trtllm_yaml(model: str, row, p) -> tuple[list[str], list[str]]:
     """Lines of the TensorRT-LLM options YAML and comment lines for the row's features."""
     lines: list[str] = []
     notes: list[str] = []
-    spec = _spec(row)
+    spec = _spec(model, row)
     yaml_ok = "YAML" in _template(p, "speculative")
     if spec is not None:
-        method, draft, k = spec
-        head = eagle_head(model) if method == "eagle" else draft
+        method, head, k = spec
         if not yaml_ok:
             notes.append(f"# {method} priced; {p.label} sets speculation at engine build ({_template(p, 'speculative')})")
         elif method == "eagle" and head is None:
@@ -258,3 +259,15 @@ def sglang_ep_flags(row, p) -> tuple[Flags, list[str]]:
         else:
             notes.append(f"# DeepEP all-to-all priced; {p.label} has no DeepEP flag")
     return flags, notes
+
+
+def sglang_has_disaggregation(p) -> bool:
+    """Whether the SGLang version's parser has --disaggregation-mode (engines.yaml ``flags.disaggregation``;
+    0.4.3 records it missing: "No --pp-size, --page-size or --disaggregation-mode in 0.4.3")."""
+    return "--disaggregation-mode" in _template(p, "disaggregation")
+
+
+def sglang_no_pd_note(p) -> str:
+    """The comment of a disaggregated row on an SGLang version without --disaggregation-mode."""
+    return (f"# disaggregated prefill/decode priced; {p.label} has no --disaggregation-mode (from 0.4.10 in "
+            f"data/engines.yaml): the pools' commands below run as plain servers")

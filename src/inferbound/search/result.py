@@ -88,7 +88,6 @@ def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: 
              limit: str, kv_capacity: float) -> Row:
     par, rt = dep.par, dep.runtime
     metrics = {k: _num(float(points.metric(k, slice(i, i + 1))[0])) for k in row_metrics(points)}
-    static = (weight_bytes_per_gpu(dep.model, dep.dtypes, par) + kv_capacity) / dep.gpu.hbm_bytes
     mode = "disaggregated" if w.disaggregated else "aggregated"
     x, y = int(points.prefill_replicas[i]), int(points.decode_replicas[i])
     layout = f"{dep.label()} {combo}"
@@ -102,8 +101,27 @@ def make_row(rank: int, dep: Deployment, combo: str, points: Points, i: int, w: 
                objective_value=_num(float(points.metric(objective, slice(i, i + 1))[0])), limit=limit,
                metrics=metrics, kv_capacity_gb=kv_capacity / 1e9,
                engine=rt.engine, memory_fraction=rt.memory_fraction,
-               mem_fraction_static=float(np.floor(min(static, 1.0) * 100) / 100), features=_features(rt, dep),
+               mem_fraction_static=static_fraction(dep, kv_capacity), features=_features(rt, dep),
                context_len=context_len(w), redundant_experts=par.redundant_experts, ep_a2a=par.ep_a2a)
+
+
+def static_fraction(dep: Deployment, kv_capacity: float) -> float:
+    """SGLang's --mem-fraction-static for the KV assumed: (weight bytes per GPU + KV capacity bytes) / HBM
+    bytes, rounded down to 0.01 (rounding up would claim more memory than was priced), at most 1."""
+    static = (weight_bytes_per_gpu(dep.model, dep.dtypes, dep.par) + kv_capacity) / dep.gpu.hbm_bytes
+    return float(np.floor(min(static, 1.0) * 100) / 100)
+
+
+def pool_fields(dep: Deployment, max_num_seqs: int, kv_capacity: float) -> dict:
+    """The Row fields of one disaggregated pool as priced on its own deployment ``dep`` (Row.pools): its
+    layout, its engine limits (``max_num_seqs``: the decode pool's concurrent sequences, the prefill pool's
+    prompts per prefill step; its own token budget) and its memory share (:func:`static_fraction` of its
+    own KV capacity)."""
+    p, rt = dep.par, dep.runtime
+    return dict(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, attention_dp=p.attention_dp, nodes=p.nodes,
+                replica_gpus=p.replica_gpus, redundant_experts=p.redundant_experts, ep_a2a=p.ep_a2a,
+                max_num_seqs=int(max_num_seqs), token_budget=rt.token_budget, memory_fraction=rt.memory_fraction,
+                mem_fraction_static=static_fraction(dep, kv_capacity))
 
 
 def context_len(w: Workload) -> int:

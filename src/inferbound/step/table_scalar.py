@@ -154,13 +154,10 @@ class ScalarSteps:
         t = busy + comm + over + self._o_step
         return t, self._power(flops, moved, t)
 
-    def decode_run(self, dec_ctx):
-        """``price(s)`` = :meth:`step` (``dec_ctx`` + s) for s = 0, 1, ...: the decode-only steps of a run
-        (sim/decode_run.py) with the tables read once, for the run's n sequences (:meth:`_base` at T = S = n);
-        None on the general path (:meth:`step` prices each). Per attention kind a step's decode pairs and
-        cached tokens read are Σ_j kind_reads(c_j + s + 1) (sequence_sums): for full attention
-        D_0 + n·s with D_0 = Σ_j (c_j + 1) (whole numbers: exact), summed per step for a window. Each step
-        is then :meth:`_attended` on those sums, so the numbers are step's own (tests/test_sim_fast_paths.py)."""
+    def _run_base(self, dec_ctx):
+        """(dec, n, base) of a decode-only run of ``dec_ctx`` (the n sequences' cached lengths as a float
+        array, base = :meth:`_base` at T = S = n, cached per n); None on the general path or for n = 0.
+        Shared by :meth:`decode_run` and :meth:`decode_run_array`."""
         dec = np.asarray(dec_ctx, dtype=float)
         n = dec.size
         if n > self.max_tokens:
@@ -172,6 +169,19 @@ class ScalarSteps:
         base = self._runs.get(n)
         if base is None:
             base = self._runs[n] = self._base(n, n)
+        return dec, n, base
+
+    def decode_run(self, dec_ctx):
+        """``price(s)`` = :meth:`step` (``dec_ctx`` + s) for s = 0, 1, ...: the decode-only steps of a run
+        (sim/decode_run.py) with the tables read once, for the run's n sequences (:meth:`_base` at T = S = n);
+        None on the general path (:meth:`step` prices each). Per attention kind a step's decode pairs and
+        cached tokens read are Σ_j kind_reads(c_j + s + 1) (sequence_sums): for full attention
+        D_0 + n·s with D_0 = Σ_j (c_j + 1) (whole numbers: exact), summed per step for a window. Each step
+        is then :meth:`_attended` on those sums, so the numbers are step's own (tests/test_sim_fast_paths.py)."""
+        run = self._run_base(dec_ctx)
+        if run is None:
+            return None
+        dec, n, base = run
         nf, attended, kinds = float(n), self._attended, self._kinds
         # full attention: Σ_j kind_reads(c_j + 1) = Σ_j c_j + n (whole numbers: exact)
         if len(kinds) == 1 and kinds[0][0] == "full":  # one full-attention kind (dense models)
@@ -225,17 +235,10 @@ class ScalarSteps:
         constants (:meth:`_base` at T = S = n, D_0) and the same float operations (:meth:`_attended_array`);
         None on the general path. Equal to ``price(s)`` bit for bit where numpy's pow/expm1 are the C
         library's (tests/test_decode_run_vector_parity.py)."""
-        dec = np.asarray(dec_ctx, dtype=float)
-        n = dec.size
-        if n > self.max_tokens:
-            raise ValueError(f"step of {n} tokens exceeds the tabulated max_tokens={self.max_tokens}")
-        if self._scalar is None:
-            self._scalar_tables()
-        if not self._scalar or n == 0:
+        run = self._run_base(dec_ctx)
+        if run is None:
             return None
-        base = self._runs.get(n)
-        if base is None:
-            base = self._runs[n] = self._base(n, n)
+        dec, n, base = run
         nf, total, after = float(n), float(np.add.reduce(dec)) + float(n), dec + 1.0
         kinds = self._kinds
 

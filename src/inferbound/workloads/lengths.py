@@ -20,13 +20,13 @@ sum to 1, by request count):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..base.datafiles import data_yaml
-from .requests import draw_lengths, read_trace
+from .requests import draw_lengths_raised, read_trace
 
 SAMPLE = 20_000  # draws that represent a distribution spec
 CLASSES = 16     # length classes a distribution or trace is grouped into
@@ -76,13 +76,28 @@ def from_pairs(inputs, outputs, label: str, classes: int = CLASSES) -> Mix:
 
 def from_spec(input_len: int, output_len: int, input_dist: str | None, output_dist: str | None,
               seed: int = 0) -> Mix:
-    """The mix of a distribution spec, drawn as the simulator draws it (requests.draw_lengths)."""
+    """The mix of a distribution spec, drawn as the simulator draws it (requests.draw_lengths_raised: draws
+    below 1 set to 1); outputs below 2 are then set to 2 (O − 1 >= 1 decode steps). Each raise is a note:
+    k of ``SAMPLE`` draws, k / SAMPLE of the distribution's mass (:func:`_raised_notes`)."""
     if not input_dist and not output_dist:
         return fixed(input_len, output_len)
     rng = np.random.default_rng(seed)
-    ins = draw_lengths(input_dist, input_len, SAMPLE, rng, "input")
-    outs = np.maximum(draw_lengths(output_dist, output_len, SAMPLE, rng, "output"), 2)
-    return from_pairs(ins, outs, f"input {input_dist or input_len}, output {output_dist or output_len}")
+    ins, low_in = draw_lengths_raised(input_dist, input_len, SAMPLE, rng, "input")
+    outs, _ = draw_lengths_raised(output_dist, output_len, SAMPLE, rng, "output")
+    low_out = int(np.sum(outs < 2))  # those drawn below 1 are already 1: every one below 2 is raised
+    mix = from_pairs(ins, np.maximum(outs, 2), f"input {input_dist or input_len}, output {output_dist or output_len}")
+    return replace(mix, notes=_raised_notes(low_in, low_out, f"input_dist={input_dist}", f"output_dist={output_dist}"))
+
+
+def _raised_notes(low_in: int, low_out: int, in_what: str, out_what: str) -> tuple[str, ...]:
+    """A note per length field whose ``SAMPLE`` draws had some raised: prompts below 1 to 1 (a request has a
+    token), outputs below 2 to 2 (the steady state takes O − 1 >= 1 decode steps), as a count and a share."""
+    notes = []
+    for k, what, floor, src in ((low_in, "prompt", 1, in_what), (low_out, "output", 2, out_what)):
+        if k:
+            notes.append(f"{k} of {SAMPLE} {what} lengths drawn ({k / SAMPLE:.2%}, {src}) were below {floor} and "
+                         f"set to {floor} for the estimate's length mix")
+    return tuple(notes)
 
 
 def _complete(p: dict) -> bool:
@@ -141,13 +156,18 @@ def from_classes(name: str, classes) -> Mix:
 
 
 def from_row_moments(input_mean: float, output_mean: float, input_std: float | None, output_std: float | None) -> Mix:
-    """A validation row's lengths: means (non-integers allowed), spreads as normal distributions."""
+    """A validation row's lengths: means (non-integers allowed), spreads as normal distributions, rounded;
+    prompts below 1 set to 1 and outputs below 2 set to 2, each raise a note (:func:`_raised_notes`)."""
     if not input_std and not output_std:
         return fixed(input_mean, output_mean)
     rng = np.random.default_rng(0)
-    ins = np.maximum(np.rint(rng.normal(input_mean, input_std or 0.0, SAMPLE)), 1)
-    outs = np.maximum(np.rint(rng.normal(output_mean, output_std or 0.0, SAMPLE)), 2)
-    return from_pairs(ins, outs, f"{input_mean:g}±{input_std or 0:g} in / {output_mean:g}±{output_std or 0:g} out")
+    ins = np.rint(rng.normal(input_mean, input_std or 0.0, SAMPLE))
+    outs = np.rint(rng.normal(output_mean, output_std or 0.0, SAMPLE))
+    mix = from_pairs(np.maximum(ins, 1), np.maximum(outs, 2),
+                     f"{input_mean:g}±{input_std or 0:g} in / {output_mean:g}±{output_std or 0:g} out")
+    return replace(mix, notes=_raised_notes(int(np.sum(ins < 1)), int(np.sum(outs < 2)),
+                                            f"normal {input_mean:g}±{input_std or 0:g}",
+                                            f"normal {output_mean:g}±{output_std or 0:g}"))
 
 
 def describe(mix: Mix) -> str:
