@@ -17,8 +17,9 @@ benchmarks/data/disagg_published.yaml (disaggregated; the configurations the aut
 Predictions: speculative speed-up at batch B = τ·t_decode(B)/t_step(B) (step/speculative.step_cost), and
 measured rows of a validation CSV as ``inferbound validate`` predicts them (validation/predict.py);
 prefix caching, the prefill stream's rate with host hits over the rate without
-(workloads/prefix_stream.stream_rate); KV offload, one prompt's TTFT recomputed over its TTFT as a full
-host hit (prefix_stream.single_ttft); energy, J/token = GPUs·P·t/B of the row's steady step priced by the
+(workloads/prefix_stream.stream_rate), or one prompt's TTFT recomputed over its TTFT as a full GPU hit
+(`hit: gpu`); KV offload, one prompt's TTFT recomputed over its TTFT as a full host hit
+(prefix_stream.single_ttft); energy, J/token = GPUs·P·t/B of the row's steady step priced by the
 step contract, P the packaged power model (pricing/energy.step_power_w), the steady step as
 benchmarks/fit_power.py builds it; disaggregated, each phase alone (workloads/disagg.py, via
 benchmarks/disagg_dsv3.rows).
@@ -106,8 +107,11 @@ def stream_rows(group: str, points: list[dict]) -> list[dict]:
             pred = stream_rate(dep, n, s_host=float(p["host_hit"]))["rate"] / stream_rate(dep, n)["rate"]
             unit = "prefill rate x"
         elif p["kind"] == "ttft_ratio":
-            pred = single_ttft(dep, n) / single_ttft(dep, n, "host")
-            unit = "TTFT recompute / host hit"
+            where = p.get("hit", "host")  # the tier the hit is served from: host (default) or gpu
+            if where not in ("host", "gpu"):
+                raise ValueError(f"hit={where!r} in {POINTS.name} ({p['label']}); allowed: host, gpu")
+            pred = single_ttft(dep, n) / single_ttft(dep, n, where)
+            unit = f"TTFT recompute / {where} hit"
         else:
             raise ValueError(f"kind={p['kind']!r} in {POINTS.name}; allowed: stream_ratio, ttft_ratio")
         out.append(_row(group, p["label"], p["url"], pred, p["published"], unit))

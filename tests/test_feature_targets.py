@@ -79,3 +79,24 @@ def test_an_unknown_group_is_one_line_exit_2(capsys):
     assert ft.main(["--groups", "speculativ"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "group='speculativ'" in err and "speculative" in err
+
+
+def test_a_gpu_hit_ratio_is_above_the_host_hit_ratio_of_the_same_prompt():
+    """`hit: gpu` divides the recompute by the GPU-hit TTFT t_g; a host hit is t_g plus its load wait
+    (prefix_stream.single_ttft), so on the same model, GPU and prompt miss/t_g ≥ miss/(t_g + wait), and the
+    wait is > 0 for a 1,024-token prefix: the GPU ratio must be strictly the larger."""
+    dep = {"model": "Qwen/Qwen3-30B-A3B", "gpu": "h20"}
+    gpu = ft.stream_rows("prefix_caching", [dict(label="g", url="https://example.invalid", published=1.0,
+                                                 deployment=dep, kind="ttft_ratio", hit="gpu", input_len=1024)])
+    host = ft.stream_rows("kv_offload", [dict(label="h", url="https://example.invalid", published=1.0,
+                                              deployment={**dep, "engine_options": {"kv_offload": "host"}},
+                                              kind="ttft_ratio", input_len=1024)])
+    assert gpu[0]["unit"] == "TTFT recompute / gpu hit" and host[0]["unit"] == "TTFT recompute / host hit"
+    assert gpu[0]["predicted"] > host[0]["predicted"] > 1.0
+
+
+def test_an_unknown_hit_tier_is_a_one_line_error():
+    p = dict(label="x", url="https://example.invalid", published=1.0, kind="ttft_ratio", hit="disk",
+             input_len=1024, deployment={"model": "Qwen/Qwen3-30B-A3B", "gpu": "h20"})
+    with pytest.raises(ValueError, match=r"hit='disk' .*allowed: host, gpu"):
+        ft.stream_rows("prefix_caching", [p])
