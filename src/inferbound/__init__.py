@@ -22,10 +22,10 @@ load on first use (a CLI command imports only what it runs).
 from __future__ import annotations
 
 import importlib
+import sys
 import types
 
 from .workloads.static import Estimate, estimate  # noqa: F401  (eager: the submodule shares the function's name)
-from . import search  # noqa: F401  (eager: called as a function too, see _SearchPackage)
 from .base.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -44,7 +44,16 @@ _EXPORTS = {
     "ServingLoad": "faces.groups", "SearchQuery": "faces.groups", "OptionError": "faces.groups",
 }
 __all__ = sorted([*_EXPORTS, "Estimate", "estimate", "search"])
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+_lazy_getattr = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name: str):
+    """The exports on first use; ``search`` is the search package (made callable as it is set, see _Root),
+    loaded on first use too, so ``import inferbound`` (and a CLI estimate) does not load the search and the
+    simulator it runs."""
+    if name == "search":
+        return importlib.import_module(".search", __name__)
+    return _lazy_getattr(name)
 
 
 class _SearchPackage(types.ModuleType):
@@ -56,4 +65,14 @@ class _SearchPackage(types.ModuleType):
         return importlib.import_module(".faces.api", __name__).search(model, query, **options)
 
 
-search.__class__ = _SearchPackage
+class _Root(types.ModuleType):
+    """The package root: the import system sets ``inferbound.search`` on it whenever the search package (or
+    any of its submodules) is first imported, however it is imported; that package becomes callable then."""
+
+    def __setattr__(self, name, value):
+        if name == "search" and isinstance(value, types.ModuleType):
+            value.__class__ = _SearchPackage
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Root

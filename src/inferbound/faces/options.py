@@ -32,9 +32,7 @@ from ..base.dtypes import DTYPES  # noqa: F401
 from ..deploy.config import COLLECTIVE_ALGOS, EP_A2A  # noqa: F401
 from ..deploy.offload import MODES as KV_OFFLOAD_MODES  # noqa: F401
 from ..deploy.runtime import PREEMPTIONS, RESERVATIONS  # noqa: F401
-from ..search.backends import BACKENDS  # noqa: F401
-from ..search.emit import ENGINES as ENGINE_NAMES  # noqa: F401
-from ..search.metrics import OBJECTIVES, SENSE  # noqa: F401
+from ..base.choices import BACKENDS, ENGINES as ENGINE_NAMES, OBJECTIVES, SENSE  # noqa: F401  (not search/: cold start)
 from ..validation.dataset import SCENARIOS as ROW_SCENARIOS  # noqa: F401
 from .options_deploy import (MAX_GPUS, MAX_BATCH, MAX_TOKENS, MAX_TOKEN_BUDGET, _default_engine, PRICES, MODEL,
                              CALIBRATION, GPU_FILE, MODEL_OVERRIDES, GPU_OVERRIDES, GPU_SCALE, DEPLOYMENT,

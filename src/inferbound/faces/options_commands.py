@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..search.backends import BACKENDS
+from ..base.choices import BACKENDS
 from ..validation.dataset import SCENARIOS as ROW_SCENARIOS
 from .opt import REQUIRED, Opt, by_name, declare as _o
 from .options_deploy import (CALIBRATION, DEPLOYMENT, ENGINE_OPT, GPU_FILE, GPU_OVERRIDES, MODEL, MODEL_OVERRIDES,

@@ -3,15 +3,17 @@ and the figures a frontier may plot; the shared options it takes (model, lengths
 are the declarations of options_deploy.py and options_workload.py, with search's own help or bounds (Opt.but)."""
 from __future__ import annotations
 
-from ..search.emit import ENGINES as ENGINE_NAMES
-from ..search.metrics import OBJECTIVES, SENSE
-from ..search.space import dtype_combos, search_defaults
+from ..base.choices import ENGINES as ENGINE_NAMES, OBJECTIVES, SENSE
+from ..base.datafiles import data_yaml
 from .opt import Opt, declare as _o
 from .options_deploy import CALIBRATION, GPU_SCALE, MODEL, PRICES
 from .options_workload import INPUT_LEN, LONG_CONTEXT, OUTPUT_LEN, SLO_E2E_MS, SLO_TPOT_MS, SLO_TTFT_MS
 
 #: the dtype combinations search sweeps (data/search.yaml space.dtypes)
-SEARCH_DTYPES = tuple(c.name for c in dtype_combos())
+#: data/search.yaml, read here rather than through search/space.py (search_defaults, dtype_combos: the same file)
+#: so that declaring the options does not import the search package
+_SEARCH_YAML = data_yaml("search.yaml")
+SEARCH_DTYPES = tuple(c["name"] for c in _SEARCH_YAML["space"]["dtypes"])
 #: search figures a frontier may plot (search/metrics.py SENSE)
 METRICS = tuple(SENSE)
 
@@ -21,7 +23,7 @@ MAX_SEARCH_GPUS = 72  # largest layout a search sweeps (one NVL72 rack): the JSO
 SEARCH: tuple[Opt, ...] = (
     MODEL,
     _o("gpus", "list_str", None, "GPU ids, comma-separated (default: the whole catalog)"),
-    _o("max_gpus", "int", search_defaults()["space"]["max_gpus"], "largest layout in GPUs (data/search.yaml "
+    _o("max_gpus", "int", _SEARCH_YAML["space"]["max_gpus"], "largest layout in GPUs (data/search.yaml "
        "space.max_gpus)", ge=1, api_le=MAX_SEARCH_GPUS),
     _o("no_cap", "bool", False, f"lift the search's size caps: --max-gpus above {MAX_SEARCH_GPUS} (the JSON API's "
        "cap) and the peak-memory budget (data/search.yaml limits.memory_budget_gb)", api=False),

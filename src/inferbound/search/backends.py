@@ -32,8 +32,8 @@ import numpy as np
 from ..deploy.deployment import Deployment
 from .evaluate import LayoutPoints, Workload, evaluate_layout
 from .space import search_defaults
+from ..base.choices import BACKENDS  # noqa: F401  (re-exported; defined there for faces/options.py)
 
-BACKENDS = ("local", "ray")
 RAY_MISSING = "--backend ray needs ray: pip install 'inferbound[ray]'"
 
 Progress = Callable[[int, int], None] | None

@@ -36,8 +36,7 @@ from ..base.datafiles import data_yaml
 from ..deploy.engines import _vtuple, get_engine
 from . import launch_features as LF
 from .result import Row
-
-ENGINES = ("vllm", "sglang", "trtllm")
+from ..base.choices import ENGINES  # noqa: F401  (re-exported; defined there for faces/options.py)
 
 Flags = list[tuple[str, str | None]]
 

@@ -20,14 +20,9 @@ from functools import cached_property
 
 import numpy as np
 
-#: +1: larger is better; -1: smaller is better
-SENSE: dict[str, int] = {
-    "tok_s_per_gpu": 1, "tok_s_per_user": 1, "tokens_per_joule": 1, "usd_per_mtok": -1, "gpus_for_rate": -1,
-    "tok_s": 1, "requests_per_s": 1, "ttft_ms": -1, "tpot_ms": -1, "e2e_ms": -1, "gpus": -1, "watts": -1,
-    "usd_per_hour": -1, "concurrency": 1,
-}
-#: what search ranks by: the one list (the CLI and API choices import it, faces/options.py)
-OBJECTIVES = ("tok_s_per_gpu", "tok_s_per_user", "tokens_per_joule", "usd_per_mtok", "gpus_for_rate")
+#: SENSE (+1: larger is better; -1: smaller is better) and OBJECTIVES (what search ranks by), defined in
+#: base/choices.py so that the option declarations (faces/options.py) list them without importing search
+from ..base.choices import OBJECTIVES, SENSE  # noqa: F401  (re-exported)
 UNITS = {"tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user", "tokens_per_joule": "tok/J",
          "usd_per_mtok": "$/M tok", "gpus_for_rate": "GPUs", "tok_s": "tok/s", "requests_per_s": "req/s",
          "ttft_ms": "ms", "tpot_ms": "ms", "e2e_ms": "ms", "gpus": "GPUs", "watts": "W", "usd_per_hour": "$/h",
