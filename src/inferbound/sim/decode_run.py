@@ -67,6 +67,15 @@ def blocks_per_step(first: np.ndarray, bs: int, steps: int) -> list[int]:
     return _blocks(first, bs, steps).tolist()
 
 
+def _fitting(first: np.ndarray, bs: int, steps: int, free: int, keeps_samples: bool):
+    """(cum, steps): the cumulative blocks per step (None when neither the samples nor the pool need them: every
+    step's blocks fit) and the steps whose blocks fit the ``free`` ones (Σ a nondecreasing: a search)."""
+    if not keeps_samples and taken_by(first, bs, steps) <= free:
+        return None, steps
+    cum = np.cumsum(_blocks(first, bs, steps))
+    return cum, min(steps, int(np.searchsorted(cum, free, side="right")))
+
+
 def taken_by(first: np.ndarray, bs: int, k: int) -> int:
     """Σ_s<k a_s, the blocks steps 0..k−1 take: sequence j takes one at r_j, r_j + bs, ... (module docstring),
     so max(0, ⌊(k − 1 − r_j)/bs⌋ + 1) of them (whole numbers, integer floor division)."""
@@ -240,11 +249,9 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
             fast = rep.sm.decode_run(ctx)
     if prices is not None or fast is not None:
         if first is not None and prices is not None:  # Σ a nondecreasing: the steps whose blocks fit
-            if ledger.keeps_samples or taken_by(first, bs, steps) > free:  # per-step counts needed
-                cum = np.cumsum(_blocks(first, bs, steps))
-                steps = min(steps, int(np.searchsorted(cum, free, side="right")))
-                if steps == 0:
-                    return None
+            cum, steps = _fitting(first, bs, steps, free, ledger.keeps_samples)
+            if steps == 0:
+                return None
         if prices is not None:
             last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
                                 ledger.keeps_samples)
@@ -257,9 +264,8 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
             if run.s < steps and run.e < horizon:  # ... the rest one by one if few, else in one array evaluation
                 if horizon == np.inf or (horizon - run.e) / last >= SHORT_RUN and steps - run.s > SHORT_RUN:
                     prices = rep.sm.decode_run_array(ctx)
-                    if first is not None and (ledger.keeps_samples or taken_by(first, bs, steps) > free):
-                        cum = np.cumsum(_blocks(first, bs, steps))
-                        steps = min(steps, int(np.searchsorted(cum, free, side="right")))
+                    if first is not None:
+                        cum, steps = _fitting(first, bs, steps, free, ledger.keeps_samples)
                     last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
                                         ledger.keeps_samples)
                 else:
