@@ -11,7 +11,12 @@ GPUs·P·t/B, so its error splits into the power's and the step's. This script p
    per running sequence);
 4. a what-if, NOT shipped: the packaged vLLM host term seq_s (data/calibration.yaml engines.vllm) raised by
    10 and 20 µs, the power refitted, the held-out shares and the signed median t/ITL − 1 at batch >= 128
-   split into one-GPU and TP > 1 rows.
+   split into one-GPU and TP > 1 rows;
+5. that median per (model, GPU, TP) at d = 0 and d = 20 µs: which deployments want the per-sequence term.
+   Qwen3-32B at TP2 wants it like the one-GPU rows; only the Llama-70B rows (TP2 B200, TP4 H100) are
+   pushed slow, so "one GPU against several" is not what separates the rows;
+6. per (model, GPU, TP), the measured and priced ITL slope per running sequence between the row nearest
+   batch 255 and the largest batch (µs/seq): where the slope is right and only the level is off.
 
     .venv/bin/python benchmarks/power_step_gap.py
 """
@@ -80,6 +85,7 @@ def main() -> int:
         slope, icpt = np.polyfit([p[0] for p in pts], [p[1] for p in pts], 1)
         print(f"  {key[0]:14s} {key[1]:8s} TP{key[2]}: a = {icpt:+6.2f} ms, b = {slope * 1e3:+5.1f} µs")
     print("\nwhat-if (not shipped): vLLM seq_s + d, power refitted")
+    per: dict = {}
     for d in (0.0, 10e-6, 20e-6):
         eng = copy.deepcopy(base.engines)
         eng["vllm"]["seq_s"] += d
@@ -93,7 +99,33 @@ def main() -> int:
                     side[(g, "TP1" if r["tp"] == "1" else "TP>1")].append(u["t"] * 1e3 / float(r["itl_ms"]) - 1)
         sides = ", ".join(f"{g} {tp} {np.median(x):+.0%}" for (g, tp), x in sorted(side.items()))
         print(f"  d = {d * 1e6:2.0f} µs: held-out {share(e)}; t/ITL − 1 at batch >= 128: {sides}")
+        if d in (0.0, 20e-6):
+            per[d] = {key: np.median(x) for key, v in _by_deployment(bg).items()
+                      if (x := [u["t"] * 1e3 / float(r["itl_ms"]) - 1 for r, u in v if float(r["batch"]) >= 128])}
+    print("\nmedian t/ITL − 1 at batch >= 128 per deployment, d = 0 -> d = 20 µs:")
+    for key in per[0.0]:
+        print(f"  {key[0]:14s} {key[1]:8s} TP{key[2]}: {per[0.0][key]:+5.0%} -> {per[20e-6][key]:+5.0%}")
+    print("\nITL slope per running sequence, row nearest batch 255 -> largest batch (µs/seq), d = 0:")
+    for key, v in _by_deployment(by_gpu).items():
+        lo = min(v, key=lambda p: abs(float(p[0]["batch"]) - 255.0))
+        hi = max(v, key=lambda p: float(p[0]["batch"]))
+        db = float(hi[0]["batch"]) - float(lo[0]["batch"])
+        if db <= 0:
+            continue
+        m = (float(hi[0]["itl_ms"]) - float(lo[0]["itl_ms"])) / db * 1e3
+        t = (hi[1]["t"] - lo[1]["t"]) * 1e6 / db
+        print(f"  {key[0]:14s} {key[1]:8s} TP{key[2]}: batch {float(lo[0]['batch']):.0f} -> {float(hi[0]['batch']):.0f}: "
+              f"measured {m:6.1f}, priced {t:6.1f} µs/seq")
     return 0
+
+
+def _by_deployment(by_gpu: dict) -> dict:
+    """{(model, GPU, TP): [(row, utilization), ...]} in the CSV's order."""
+    out = defaultdict(list)
+    for v in by_gpu.values():
+        for r, u in v:
+            out[(r["model"], r["gpu"], r["tp"])].append((r, u))
+    return out
 
 
 if __name__ == "__main__":

@@ -11,8 +11,32 @@ computes them from datasheet SM counts, MAMF fractions and memory generations; s
                                     since only in-switch reduction lifts busbw above the link rate)
     tm_min, tn_min, k_min → the prior's tile geometry when it gives one (systolic matrix engines)
 
+Every prior of the template's vendor also gets the tensor-rate rule (``tensor_ratio``); it matters where
+the tensor cores are throttled against the rest of the SMs: the H20 (148 dense bf16 TFLOP/s beside 44 FP32
+TFLOP/s, against the H100's 989 beside 67: ρ = 0.228), the RTX 4090 (bf16 with FP32 accumulate at half
+rate: 0.506), H100 / H200 NVL (0.943); A100 variants, H100 PCIe, GH200 and L4 are within 1 % of 1. With P the dense peak of the curve's dtype family and V the FP32
+(vector) peak, both from the catalog,
+
+    ρ = (P/V)_gpu / (P/V)_template                           (tensor rate per unit of SM rate)
+    1/e_c → 1 + ρ·(1/e_c − 1)                                (compute plateaus, after compute_ratio)
+    tile_r → ρ·tile_r                                        (GEMM / MoE operand-feed threshold)
+
+The template's plateau e_c < 1 is time the SMs spend on work that is not tensor-core math at its
+datasheet rate (softmax, address and index arithmetic, loads, the fused-MoE gather):
+1/(P·e_c) = 1/P + x per FLOP, x set by the SMs' vector rate V. On the prior x scales by V_tpl/V_gpu
+and the tensor term by P_tpl/P_gpu, which gives the line above (the tensor pipe itself taken at 1 of
+its peak). The feed threshold r of gemm.py is the tile's needed FLOPs per operand row, the tensor
+rate over the SMs' shared-memory feed rate (a vector-rate quantity), so it scales by ρ. ρ uses no SM
+count or clock (both cancel in P/V). ρ = 1 leaves a curve as it was; the rule is skipped across vendors
+(AMD, AWS, Google, Intel peaks of another architecture are not comparable this way) and where either
+GPU lacks an FP32 peak. Check: Qwen3-30B-A3B on one H20 (vLLM, bf16), a 65,536-token prompt is
+measured at 15.2 s (gahow/agentic-kvc exp_a_tier_latency; docs/features/prefix-caching.md); the
+template's plateaus kept price it 23.1 s, this rule 16.5 s; DeepSeek-R1 prefill on 8x H20 (TP8, SGLang,
+4,096-token prompts) is measured at 16.5k input tokens/s per node (lmsys.org/blog/2025-09-26-sglang-ant-group),
+priced 5.6k before and 11.5k with it (benchmarks/h20_prefill_check.py).
+
 A measured GPU may name a ``fallback`` prior the same way; it fills only the (class, engine, dtype)
-curves its own tables lack. Every derived curve carries ``extrapolated: True``. Efficiencies are
+curves its own tables lack (a template of its own generation: no tensor-rate rule). Every derived curve carries ``extrapolated: True``. Efficiencies are
 fractions of the catalog's datasheet peaks (``inferbound.hardware.get_gpu(id).peak_flops[dtype]``,
 ``.hbm_bw``), which is also what the fit divided by.
 """
@@ -65,13 +89,36 @@ class KernelCurves:
         raise ValueError(f"dtype={dtype!r} has no {cls} curve for gpu={self.gpu_id!r}; allowed: {', '.join(have)}")
 
 
+#: classes whose compute side runs at the bf16 peak whatever their dtype key (kernels/__init__.py _peak(c, {}))
+_BF16_PEAK_CLASSES = ("attention_decode", "mla_prefill", "mla_decode")
+
+
+def tensor_ratio(gpu_id: str, template_id: str) -> dict:
+    """ρ per dtype family, (P/V)_gpu / (P/V)_template (module docstring); {} across vendors or without
+    both FP32 peaks. Families either GPU has no peak for are left out (ρ = 1)."""
+    g, t = get_gpu(gpu_id), get_gpu(template_id)
+    if g.vendor != t.vendor or not g.peak_flops.get("fp32") or not t.peak_flops.get("fp32"):
+        return {}
+    out = {}
+    for fam in sorted(set(_FAMILY.values())):
+        pg = g.peak_flops.get(fam) or (g.peak_flops.get("fp16") if fam == "bf16" else None)
+        pt = t.peak_flops.get(fam) or (t.peak_flops.get("fp16") if fam == "bf16" else None)
+        if pg and pt:
+            out[fam] = (pg / g.peak_flops["fp32"]) / (pt / t.peak_flops["fp32"])
+    return out
+
+
 def _scale_curve(c: dict, cls: str, dtype: str, rules: dict) -> dict:
     c = copy.deepcopy(c)
     fam = _FAMILY.get(dtype, "bf16")
     rc = rules.get("compute_ratio", {}).get(fam, 1.0)
     rm = rules.get("memory_ratio", 1.0)
+    rho = float(rules.get("tensor_ratio", {}).get("bf16" if cls in _BF16_PEAK_CLASSES else fam, 1.0))
     if "e_c" in c:
         c["e_c"] = min(1.0, c["e_c"] * rc)
+        c["e_c"] = 1.0 / (1.0 + rho * (1.0 / c["e_c"] - 1.0))
+    if "tile_r" in c:
+        c["tile_r"] = c["tile_r"] * rho
     if "e_m" in c:
         c["e_m"] = min(1.0, c["e_m"] * rm)
     tiles = rules.get("tiles")
@@ -79,7 +126,8 @@ def _scale_curve(c: dict, cls: str, dtype: str, rules: dict) -> dict:
         c["tm_min"], c["tn_min"], c["k_min"] = float(tiles[0]), float(tiles[1]), None
     c.pop("fit", None)
     c["extrapolated"] = True
-    c["prior"] = f"from {rules['derived_from']}: e_c x {rc:.3g}, e_m x {rm:.3g}"
+    c["prior"] = f"from {rules['derived_from']}: e_c x {rc:.3g}, e_m x {rm:.3g}" + (
+        f", tensor ratio {rho:.3g}" if rho != 1.0 else "")
     return c
 
 
@@ -141,7 +189,8 @@ def curves_for(gpu_id: str) -> KernelCurves | None:
                             {"sm_count": e.get("sm_count_source", ""), "tables": e.get("tables", [])})
     if gpu_id in priors:
         r = priors[gpu_id]
-        classes, coll = derive(_measured(r["derived_from"]), r, r.get("dtypes"))
+        rules = {**r, "tensor_ratio": tensor_ratio(gpu_id, r["derived_from"])}
+        classes, coll = derive(_measured(r["derived_from"]), rules, r.get("dtypes"))
         return KernelCurves(gpu_id, int(r["sm_count"]), *_catalog(gpu_id), True, r["derived_from"], classes,
                             coll, dtypes,
                             {"sm_count": r.get("sm_count_source", ""), "prior": r.get("sources", [])})
