@@ -89,9 +89,15 @@ def test_dataset_profiles_carry_their_published_means():
     assert mix.notes and "spread" in mix.notes[0]
     # a profile without a published input mean needs the row's
     with pytest.raises(ValueError, match="input_len"):
-        from_dataset("mlperf_llama2_70b_openorca")
-    mix = from_dataset("mlperf_llama2_70b_openorca", input_len=700)
-    assert mix.mean_output == 294.45  # MLPerf's reference output length per sample
+        from_dataset("mlperf_llama3.1_405b")
+    mix = from_dataset("mlperf_llama3.1_405b", input_len=700)
+    assert mix.mean_output == 684.68  # MLPerf's reference output length per sample
+    # OpenOrca: 16 measured prompt classes of 1/16 each (benchmarks/openorca_profile.py), all at the reference
+    # output 294.45; their mean is the file's 222.3 to the rounding of the printed class means
+    mix = from_dataset("mlperf_llama2_70b_openorca")
+    assert len(mix.weights) == 16 and set(mix.outputs) == {294.45}
+    assert mix.mean_input == pytest.approx(222.3, abs=0.1)
+    assert from_dataset("mlperf_llama2_70b_openorca", input_len=700).mean_output == 294.45
     with pytest.raises(ValueError, match="dataset='nope' unknown"):
         from_dataset("nope")
 

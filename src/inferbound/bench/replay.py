@@ -17,6 +17,10 @@ Warm-ups run to completion before the measured phase, as every tool waits for th
 carries no state from one run to the next that random prompts could use (no shared prefixes, so no prefix
 cache hits), so the measured run is the one the engine would see after them. Their count and simulated
 time are reported, and no figure includes them.
+
+Under an engine's stream interval k (SGLang ``--stream-interval``) the client sees chunks of k tokens
+(workloads/streaming.chunk_view): the first chunk's time is the first token's (or k − 1 steps later, SGLang
+<= 0.4.7), and a tool that records one ITL per chunk (:func:`itl_per_chunk`) gets the gaps between chunks.
 """
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ from ..sim.event_loop import simulate_run
 from ..sim.metrics import request_table
 from ..sim.sources import Source
 from ..workloads.requests import Request
+from ..workloads.streaming import chunk_view
+from .argv import bench_data
 from .load import Protocol
 
 
@@ -106,6 +112,13 @@ def _run(dep: Deployment, rt, inputs, outputs, release, cap, progress=None):
     return simulate_run(dep, _requests(inputs, outputs), cfg, progress, Gate(release, cap))
 
 
+def itl_per_chunk(proto: Protocol) -> bool:
+    """Whether the load tool records one ITL sample per streamed chunk (data/bench.yaml ``itl_per_chunk``; SGLang's
+    native backends split a chunk's gap over its tokens: ``itl_split_backends``), else one per token."""
+    tool = bench_data()["load_tools"][proto.tool]
+    return bool(tool.get("itl_per_chunk")) and proto.args.get("backend") not in tool.get("itl_split_backends", ())
+
+
 def replay(dep: Deployment, proto: Protocol, rt=None, progress=None) -> Outcome:
     """Simulate ``proto`` on ``dep`` (runtime ``rt``, default the deployment's); see the module docstring.
     ``progress(done, total)``: the simulator's callback (it may raise to stop a run past a work budget)."""
@@ -117,6 +130,10 @@ def replay(dep: Deployment, proto: Protocol, rt=None, progress=None) -> Outcome:
         warm_s = w.end_s - w.start_s
     run = _run(dep, rt, proto.inputs, proto.outputs, proto.send_s, proto.max_concurrency, progress)
     req = request_table(run)
-    return Outcome(np.asarray(proto.send_s, dtype=float), req["arrival_s"], req["first_token_s"], req["finish_s"],
-                   req["input_len"].astype(np.int64), req["output_len"].astype(np.int64), run.ledger.gap_values(),
+    first, gaps = req["first_token_s"], run.ledger.gap_values()
+    if rt.stream_interval > 1:  # the client sees chunks of k tokens (workloads/streaming.py)
+        first, chunks = chunk_view(first, req["finish_s"], req["output_len"], rt.stream_interval, rt.stream_first)
+        gaps = chunks if itl_per_chunk(proto) else gaps
+    return Outcome(np.asarray(proto.send_s, dtype=float), req["arrival_s"], first, req["finish_s"],
+                   req["input_len"].astype(np.int64), req["output_len"].astype(np.int64), gaps,
                    float(proto.sender_done_s), int(proto.warmup_inputs.size), float(warm_s), run.config.engine)

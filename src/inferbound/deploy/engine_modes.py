@@ -1,4 +1,5 @@
-"""Two engine run modes a launch flag switches: multi-step scheduling and eager execution (no CUDA graphs).
+"""Engine run modes a launch flag switches: multi-step scheduling, eager execution (no CUDA graphs), and the
+stream interval.
 
 ``scheduler_steps`` N (vLLM V0 ``--num-scheduler-steps N``, engines.yaml ``scheduler_steps``: vLLM 0.6.x-0.7.x,
 https://github.com/vllm-project/vllm/pull/7000; V1 has no such mode): one scheduler call runs N decode steps of
@@ -10,12 +11,18 @@ analytic serving model (workloads/multistep.py) price it.
 ``cuda_graphs`` off (SGLang ``--disable-cuda-graph``, vLLM ``--enforce-eager``): every step runs eagerly, so
 each kernel pays its own fixed cost (pricing/graphs.py: the graph plan of a capture cap 0 is eager) and no
 graph memory is kept. ``on`` keeps the profile's graph mode and is refused for a profile that captures none.
+
+``stream_interval`` k (SGLang ``--stream-interval k``, engines.yaml ``stream_interval``, default 1): the engine
+hands a request's tokens to the client every k tokens, so a streaming benchmark records one inter-token gap
+per chunk of k decode steps; the steps themselves are unchanged (workloads/streaming.py prices what the client
+sees). Refused above 1 for a profile without the setting (not read from its sources) and beside multi-step
+scheduling (no engine has both).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-MODES = ("scheduler_steps", "cuda_graphs")
+MODES = ("scheduler_steps", "cuda_graphs", "stream_interval")
 GRAPH_CHOICES = ("on", "off")
 
 
@@ -23,6 +30,8 @@ class Modes(NamedTuple):
     steps: int  # decode steps per scheduler call (1: one step per call)
     graphs: bool  # False: eager, whatever the profile captures
     notes: tuple
+    stream: int = 1  # tokens per streamed chunk (SGLang --stream-interval)
+    stream_first: str = "at_once"  # engines.yaml stream_interval.first: when the first chunk leaves
 
 
 def settings(p, given: dict) -> Modes:
@@ -53,4 +62,27 @@ def settings(p, given: dict) -> Modes:
         if not graphs and captures:
             notes.append("CUDA graphs off (--disable-cuda-graph / --enforce-eager): every kernel's launch cost "
                          "is paid eagerly")
-    return Modes(steps, graphs, tuple(notes))
+    stream, first = _stream(p, given.get("stream_interval"), steps, notes)
+    return Modes(steps, graphs, tuple(notes), stream, first)
+
+
+def _stream(p, k, steps: int, notes: list) -> tuple[int, str]:
+    """(k, first-chunk rule) of profile ``p`` with the override ``k`` (None: the profile's default)."""
+    si = p.stream_interval
+    first = si.first if si is not None else "at_once"
+    if k is None:
+        return (int(si.value) if si is not None else 1), first
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or int(k) != k or k < 1:
+        raise ValueError(f"stream_interval={k!r} must be an integer >= 1")
+    k = int(k)
+    if k > 1 and si is None:
+        raise ValueError(f"stream_interval={k}: engine={p.key!r} has no stream interval read from its sources; "
+                         f"allowed: stream_interval=1, or an SGLang engine (--stream-interval)")
+    if k > 1 and steps > 1:
+        raise ValueError(f"stream_interval={k} with scheduler_steps={steps}: no engine has both; allowed: one of them")
+    if k > 1:
+        when = ("the first token at once, then every" if first == "at_once" else
+                f"the first chunk at token {k} (the first token waits {k - 1} decode steps), then every")
+        notes.append(f"stream interval {k} ({si.flag} {k}): tokens reach the client in chunks, {when} {k} tokens; "
+                     f"ITL is the gap between chunks (about {k} decode steps), TPOT (E2E − TTFT)/(O − 1)")
+    return k, first

@@ -119,6 +119,18 @@ class CudaGraphs(_Frozen):
     max_context: Optional[Cited[int]] = None  # longest context a captured decode graph admits
 
 
+class StreamInterval(_Frozen):
+    """Tokens per streamed chunk (SGLang ``--stream-interval k``; deploy/engine_modes.py, workloads/streaming.py).
+    ``value``: the default k; ``first``: when the first chunk leaves: ``at_once`` (token 1 alone, then every
+    k tokens: tokens 1, k + 1, 2k + 1, ...) or ``at_multiple`` (a chunk when the output length is a multiple
+    of k: the first token waits k − 1 decode steps); a finished request sends its last chunk either way."""
+    value: int = Field(ge=1)
+    first: Literal["at_once", "at_multiple"]
+    flag: str
+    source: str = Field(min_length=10)
+    quote: Optional[str] = None
+
+
 class Flags(_Frozen):
     """Launch option names (checked against the argument parser of the profile's version)."""
     source: str = Field(min_length=10)
@@ -186,6 +198,7 @@ class EngineProfile(_Frozen):
     output_estimate: Optional[OutputEstimate] = None
     cuda_graphs: Optional[CudaGraphs] = None
     scheduler_steps: Optional[Cited[int]] = None   # vLLM V0 multi-step: decode steps per scheduler call (None: not in this engine)
+    stream_interval: Optional[StreamInterval] = None  # tokens per streamed chunk (None: not modelled for this engine)
     prefix_caching: Optional[Cited[bool]] = None
     kv_offload: Optional[Cited[bool]] = None
     sliding_window: Optional[Cited[bool]] = None   # false: the engine ignores the model's sliding windows

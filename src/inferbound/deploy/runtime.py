@@ -71,6 +71,8 @@ class Runtime:
     kv_offload: str = "none"  # none | host (offload.py)
     kv_offload_bytes: float | None = None  # host KV pool per GPU (None: the default rule)
     scheduler_steps: int = 1  # vLLM V0 multi-step: decode steps per scheduler call (engine_modes.py)
+    stream_interval: int = 1  # tokens per streamed chunk (SGLang --stream-interval; engine_modes.py)
+    stream_first: str = "at_once"  # at_once | at_multiple: when the first chunk leaves (workloads/streaming.py)
 
     @property
     def name(self) -> str:
@@ -91,6 +93,8 @@ class Runtime:
             extra += f" in {self.prefix_groups} groups"
         if self.kv_offload != "none":
             extra += f", KV offload {self.kv_offload}"
+        if self.stream_interval > 1:
+            extra += f", stream interval {self.stream_interval}"
         return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
                 f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}{extra}")
 
@@ -147,7 +151,8 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     base = {k: (int(v) if k in checks else v) for k, v in given.items()
             if k not in FEATURES and k not in engine_modes.MODES}
     feats, notes = _features(dep, rt, given)
-    rt = replace(rt, **{**base, **feats}, scheduler_steps=modes.steps, overridden=tuple(sorted(given)),
+    rt = replace(rt, **{**base, **feats}, scheduler_steps=modes.steps, stream_interval=modes.stream,
+                 stream_first=modes.stream_first, overridden=tuple(sorted(given)),
                  notes=rt.notes + notes + modes.notes)
     if rt.preemption == "none" and rt.reservation == "current" and given.get("preemption") == "none":
         # blocks granted as sequences grow run out under load, and an engine must then preempt someone

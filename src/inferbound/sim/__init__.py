@@ -26,6 +26,7 @@ from ..deploy.deployment import Deployment, make_deployment
 from ..deploy.prefix import active as prefix_active, request_prefix
 from ..workloads.lengths import dataset_profile, from_dataset
 from ..workloads.requests import Request, poisson, poisson_noted, read_trace
+from ..workloads import streaming
 from .config import pool_configs, runtime_with, sim_config
 from .event_loop import Run, simulate_run
 from .ledger import SAMPLE_FIELDS
@@ -135,10 +136,10 @@ def simulate(deployment: Deployment | None = None, rate: float = 1.0, requests: 
     else:
         run = simulate_run(dep, reqs, cfg, progress or None, source, decode)
     slo = {"ttft_ms": slo_ttft_ms, "tpot_ms": slo_tpot_ms, "e2e_ms": slo_e2e_ms}
-    summary = summarize(run, slo)
+    summary, stream_notes = streaming.sim_summary(summarize(run, slo), request_table(run), rt)  # chunks of k
     summary.update(engine=cfg.engine, concurrency=concurrency, think_time_s=think_time if concurrency else None,
                    think_time_s_mean=source.mean_think() if source is not None else None,
-                   notes=notes, **_feature_summary(run, cfg))
+                   notes=notes + stream_notes, **_feature_summary(run, cfg))
     if decode is not None:  # the pools' own layouts (deploy/pools.py)
         summary.update(prefill_layout=dep.label(), decode_layout=decode[0].label(),
                        decode_kv_blocks_per_replica=decode[1].num_blocks)
@@ -180,7 +181,11 @@ def _dataset_lengths(name: str):
     name, p = dataset_profile(name)  # the name matched case-insensitively
     i, o = int(round(mix.mean_input)), int(round(mix.mean_output))
     if p.get("input_std") is None or p.get("output_std") is None:
-        return i, o, None, None, list(mix.notes)
+        classes = [f"dataset {name}: simulated at its mean lengths {i} in / {o} out (its "
+                   f"{'output' if p.get('output_std') is None else 'input'} spread is not published); "
+                   f"estimate's steady states use its {len(p['classes'])} measured length classes"] \
+            if p.get("classes") else []
+        return i, o, None, None, list(mix.notes) or classes
     note = [f"dataset {name}: simulated with normal(mean, std) lengths from its moments ({p['input_mean']:g}"
             f"±{p['input_std']:g} in, {p['output_mean']:g}±{p['output_std']:g} out); estimate's steady states use "
             f"its {len(p['classes'])} measured length classes"] if p.get("classes") else []

@@ -17,7 +17,10 @@ a stated acceptance takes data/features.yaml's, noted); ``kv_offload=on`` a host
 
 Serving rows: a rate (open loop, Poisson) runs through the simulator (sim/), a concurrency (closed loop)
 through the analytic steady state (workloads/serving.py, whose random-arrival assumption matches
-desynchronized benchmark clients; docs/serving.md); percentiles come from the same predictor.
+desynchronized benchmark clients; docs/serving.md); percentiles come from the same predictor. An open-loop
+row whose lengths are several classes (a dataset profile's measured classes) draws each request's lengths
+from them (mix_requests.py), so its p50/p90/p99 are over that distribution; a profile without a cited spread
+(ShareGPT's vLLM filter) stays one class at its means. The row's reason names the distribution used.
 """
 from __future__ import annotations
 
@@ -31,8 +34,9 @@ from ..workloads.static import estimate
 from ..step import contract as step
 from ..deploy.memory import weight_bytes_per_gpu
 from ..workloads import max_throughput
-from ..workloads.lengths import Mix, from_dataset, from_row_moments
+from ..workloads.lengths import Mix, dataset_profile, from_classes, from_dataset, from_row_moments
 from .dataset import PERCENTILES, Row
+from .mix_requests import describe_lengths, mix_requests
 from .replayed import predict_replayed
 from ..sim import simulate
 from ..workloads.serving import serving
@@ -122,8 +126,16 @@ def row_speculative(text: str) -> dict:
 
 def row_lengths(row: Row) -> Mix:
     """The row's request lengths: its dataset profile (stated means take the profile's place), else its
-    means with their spread."""
+    means with their spread. A profile whose classes measure the prompts only (``output_std`` null: every class
+    at the output mean, its spread unpublished, e.g. mlperf_llama2_70b_openorca) keeps its prompt classes when
+    the row states only its output mean, which then replaces the profile's in every class (noted)."""
     if row.dataset is not None:
+        name, p = dataset_profile(row.dataset)
+        if p.get("classes") and p.get("output_std") is None and row.input_len is None and row.output_len is not None:
+            mix = from_classes(name, p["classes"])
+            note = (f"dataset {name}: its {len(mix.weights)} measured prompt classes; the spread of its outputs is "
+                    f"not published, so every class is at the row's output mean {row.output_len:g}",)
+            return Mix(mix.weights, mix.inputs, tuple(float(row.output_len) for _ in mix.outputs), name, note)
         return from_dataset(row.dataset, row.input_len, row.output_len)
     return from_row_moments(row.input_len, row.output_len, row.input_len_std, row.output_len_std)
 
@@ -214,16 +226,23 @@ def predict_serving(dep: Deployment, row: Row) -> dict[str, float]:
         return _closed_loop(dep, row, mix)
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
     i, o = int(round(mix.mean_input)), int(round(mix.mean_output))
-    dists = {}
+    dists, trace = {}, None
     if row.dataset is None and (row.input_len_std or row.output_len_std):
         dists = {"input_dist": f"normal:{row.input_len}:{row.input_len_std or 0}",
                  "output_dist": f"normal:{row.output_len}:{row.output_len_std or 0}"}
-    r = simulate(dep, rate=row.request_rate, requests=n, input_len=i, output_len=o, seed=0, **dists).summary
+        lengths = (f"lengths: normal({row.input_len:g}, {row.input_len_std or 0:g}) in / normal({row.output_len:g}, "
+                   f"{row.output_len_std or 0:g}) out per request: percentiles over that distribution")
+    else:  # a dataset's classes: each request drawn from them (mix_requests.py); one class: every request alike
+        trace = mix_requests(mix, row.request_rate, n, seed=0) if len(mix.weights) > 1 else None
+        lengths = "; ".join((*mix.notes, describe_lengths(mix, row.dataset)))
+    r = simulate(dep, rate=row.request_rate, requests=n, input_len=i, output_len=o, seed=0, trace=trace,
+                 **dists).summary
     bound = step.decode(dep, max(1.0, r["mean_running"]), mix.mean_input + mix.mean_output / 2).bound
     fe = _front_end_ms(dep)
     out = {"output_tok_s": r["output_tok_s"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"],
            "total_tok_s": r["total_tok_s"], "requests_per_s": r["requests_per_s"],
-           "tok_s_per_user": 1e3 / r["tpot_ms_mean"], "_bound_decode": str(bound), "_bound_prefill": "compute"}
+           "tok_s_per_user": 1e3 / r["tpot_ms_mean"], "_bound_decode": str(bound), "_bound_prefill": "compute",
+           "_note": lengths}
     for metric, key, shift in (("ttft_ms", "ttft", fe), ("itl_ms", "itl", 0.0), ("tpot_ms", "tpot", 0.0),
                                ("e2e_ms", "e2e", fe)):
         out[metric] = r[f"{key}_ms_mean"] + shift
@@ -277,6 +296,7 @@ def predict_rows(rows: list[Row], calibration=None, progress=None, gpu_files=Non
                 note = "; ".join(x for x in (note, f"dataset={first.dataset_text!r} is not a bundled profile: "
                                                    f"modelled at the stated lengths") if x)
             values = predictor(dep, first)
+            note = "; ".join(x for x in (note, values.get("_note", "")) if x)  # e.g. the length distribution used
             for r in group:
                 bound = values.get("_bound_prefill" if r.metric == "ttft_ms" else "_bound_decode")
                 # a covered row's reason: the notes behind its prediction (engine fallback or substitution, ...)

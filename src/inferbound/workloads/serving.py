@@ -17,6 +17,7 @@ D·p prompts that keep D constant arriving in lumps, so some steps carry prefill
     ITL = TPOT = t(D)       (TPOT excludes the first token; equal here: every decode step is alike)
                             (multi-step scheduling, N steps per call: ITL = N·t as benchmarks record
                             chunks, E2E + (N − 1)·t/2, W's step rest N·t/2: multistep.py)
+                            (stream interval k: ITL = the gap between chunks of k tokens, streaming.py)
     TTFT_c = W + S_c        S_c = Σ_k t(D' decodes + chunk k of I_c)  (steady_state.prefill_seconds), D'
                             the decoders among the others an arrival meets: C (open loop, PASTA) or
                             C·(N_r − 1)/N_r (closed), at the decode share
@@ -58,7 +59,7 @@ from ..pricing.energy import dollars_per_second, per_million, power_w
 from ..step.explain import phase
 from ..step.table import StepModel
 from ..base.datafiles import data_yaml
-from . import multistep, steady_state
+from . import multistep, steady_state, streaming
 from .closed_loop import ClosedLoop, Waves
 from .features import Features
 from .lengths import Mix, describe
@@ -309,7 +310,8 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         why = _wave_reason(dep, mix, clients, think_time)
         run = float(requests or default_requests())
         if why is None:
-            return _from_waves(dep, r, mix, int(concurrency), run, notes)
+            return streaming.apply(_from_waves(dep, r, mix, int(concurrency), run, notes), dep.runtime,
+                                   mix.outputs, mix.weights)  # what a client sees under a stream interval
         notes.insert(0, why + _first_wave_note(dep, r, mix, clients, think_time, run))
     if closed and think_time == 0:  # every client is in service (or queued past the caps): C = min(N_r, C_max)
         point, capped = r.point(min(clients, r.c_max)), clients > r.c_max
@@ -342,7 +344,7 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
     if point["u"] >= steady_state.MAX_PREFILL_UTILIZATION:
         notes.append(f"prefill work arrives at {point['u']:.2f} of what one prompt at a time can take; the "
                      f"prefill queue is modelled at utilization {steady_state.MAX_PREFILL_UTILIZATION}")
-    return ServingEstimate(
+    est = ServingEstimate(
         model=dep.model.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, replicas=reps,
         mode="concurrency" if closed else "rate", request_rate=None if closed else rate,
         concurrency=concurrency, think_time_s=think_time, lengths=describe(mix), input_len=mix.mean_input,
@@ -356,3 +358,4 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         power_per_gpu_w=watts, joules_per_output_token=watts * dep.num_gpus / out_tok_s,
         usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_capacity_bytes_per_gpu=r.capacity,
         engine_settings=dep.runtime.describe(), notes=notes, error_bands=error_bands(dep, "serving"))
+    return streaming.apply(est, dep.runtime, mix.outputs, mix.weights)  # a stream interval's chunks
