@@ -129,6 +129,19 @@ SMALL_FORWARD: dict[str, dict] = {
     "dbrx": dict(d_model=64, n_heads=4, n_layers=2, vocab_size=128, max_seq_len=64,
                  attn_config=dict(kv_n_heads=2, rope_theta=10000, clip_qkv=8),
                  ffn_config=dict(ffn_hidden_size=32, moe_num_experts=4, moe_top_k=2)),
+    # BioGptModel.forward builds its own attention mask of ones, which the SDPA mask check reads with .item()
+    "biogpt": dict(hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
+                   vocab_size=128, max_position_embeddings=64),
+    # the Gemma 4 wrappers' forward finds packed sequences from position_ids with .item(): a small copy with
+    # local (head_dim 16) and global (32) layers, KV sharing in the last two, per-layer embeddings
+    "gemma4": dict(text_config=dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                    global_head_dim=32, intermediate_size=128, num_hidden_layers=8, vocab_size=128,
+                                    vocab_size_per_layer_input=128, hidden_size_per_layer_input=8, sliding_window=16,
+                                    num_kv_shared_layers=2, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "gemma4_unified": dict(text_config=dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                            global_head_dim=32, intermediate_size=128, num_hidden_layers=8,
+                                            vocab_size=128, sliding_window=16, num_kv_shared_layers=2, pad_token_id=0,
+                                            bos_token_id=1, eos_token_id=2)),
 }
 #: keys set on top of a class default that transformers cannot build or run as it stands, each with why
 DEFAULT_KEYS: dict[str, dict] = {
@@ -246,6 +259,8 @@ def check(model_type: str, refused: dict[str, tuple[str, str]] | None = None) ->
     # Gemma 3n's KV-sharing window layers keep no cache layer of their own (model/kv_sharing.py)
     n_win = sum(g.count for g in windows) - sum(c for a, _, c in (spec.gemma3n.kv_shared if spec.gemma3n else ())
                                                 if a != "full")
+    # and neither do Gemma 4's (model/geometry.py kv_shared)
+    n_win -= sum(g.count for g in windows if g.attn is not None and g.attn.kv_shared)
     problems = []
     index = L * spec.num_attention_layers * spec.indexer.head_dim if spec.indexer is not None else 0
     if index != hf.index:
@@ -262,7 +277,10 @@ def check(model_type: str, refused: dict[str, tuple[str, str]] | None = None) ->
         length = max(g.window for g in windows) + 3
         long = meta_cache(model, length)
         ib = kv_bytes_for_context(spec, length, "fp32") / 4
-        if ib != long.kv + n_win * kv_values_per_token_layer(spec):
+        # one token per window layer, of that layer's own KV heads and head dims (model/geometry.py)
+        one_each = (n_win * kv_values_per_token_layer(spec) if all(g.attn is None for g in windows)
+                    else sum(g.count * kv_values_per_token_layer(spec, g) for g in windows))
+        if ib != long.kv + one_each:
             problems.append(f"KV at {length} tokens {ib:,.0f} vs {long.kv:,} + {n_win} window layers")
     if problems:
         out.status, out.detail = "wrong", "; ".join(problems)

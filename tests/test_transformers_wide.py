@@ -56,7 +56,7 @@ def test_a_refusal_is_one_line_naming_the_type_and_the_reason():
 
 
 def test_a_refused_type_can_still_be_read_as_a_named_family():
-    raw = {"model_type": "xglm", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+    raw = {"model_type": "dory", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
            "intermediate_size": 128, "vocab_size": 128}
     m = load_model(raw, assume_family="llama")
     # llama layout at d = 64, ff = 128, V = 128, 2 layers, untied:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .config import Dtypes, Parallelism
 from ..base.dtypes import bytes_per_element, component_weight_bytes
-from ..model.kv import kv_bytes_for_context, state_bytes_per_sequence
+from ..model.kv import kv_bytes_per_rank, state_bytes_per_sequence
 from ..model.params import count_params, layer_params, norm_params
 from ..model.spec import ModelSpec
 from ..model.towers import tower_bytes_per_gpu
@@ -88,7 +88,7 @@ def kv_bytes_per_gpu(m: ModelSpec, dt: Dtypes, par: Parallelism, batch, context)
     per_stage = []
     for groups in _stages(m, par):
         stage = m if par.pp == 1 else m.model_copy(update={"layers": tuple(groups)})  # one stage: the model
-        kv = kv_bytes_for_context(stage, context, dt.kv_dtype) / kv_shard(m, par)
+        kv = kv_bytes_per_rank(stage, context, dt.kv_dtype, par.tp)  # each group over min(tp, its KV heads)
         per_stage.append(kv + state_bytes_per_sequence(stage, dt.high_precision) / par.tp)
     heaviest = per_stage[0] if len(per_stage) == 1 else np.max(np.stack(np.broadcast_arrays(*per_stage)), axis=0)
     return seqs * heaviest

@@ -126,7 +126,8 @@ TRAITS: dict[str, Traits] = {
 #: model_types that name the same architecture under another name (the config says which family)
 ALIASES = {"llama4": "llama4_text", "kimi_k2": "deepseek_v3", "gemma3": "gemma3_text",
            "mistral3": "mistral", "qwen3_next_text": "qwen3_next", "qwen3_5": "qwen3_5_text",
-           "qwen3_5_moe": "qwen3_5_moe_text", "gemma3n": "gemma3n_text"}
+           "qwen3_5_moe": "qwen3_5_moe_text", "gemma3n": "gemma3n_text",
+           "gemma4": "gemma4_text", "gemma4_unified": "gemma4_unified_text"}
 
 
 def norm_fields(norm: str, norms: int) -> dict:

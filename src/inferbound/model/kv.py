@@ -14,7 +14,9 @@ The seed article: 2·2·n_layers·n_heads·d_head bytes per token at fp16 (one 2
 - the KV dtype sets the bytes per value;
 - DeepSeek-V3.2's DSA indexer (``sparse_attn.py``) keeps its own key per token and attention layer
   beside the MLA latent, in its own fp8 format (``indexer_bytes_per_token_layer``), at any KV dtype;
-- Gemma 3n's KV-sharing layers (``kv_sharing.py``) reuse an earlier layer's cache and add none.
+- Gemma 3n's KV-sharing layers (``kv_sharing.py``) reuse an earlier layer's cache and add none;
+- a layer group with heads of its own (``geometry.py``: Gemma 4, MiMo-V2-Flash) caches n_kv·(d_qk + d_v)
+  values per token with its own n_kv, d_qk and d_v (none in Gemma 4's KV-sharing layers): summed per group.
 
 State per sequence (``state_bytes_per_sequence``), summed over the state-space layers: conv state
 (K−1)·conv_dim plus the recurrent state (E·N, H·P·N or Hv·Dk·Dv values), see ``ssm.py``; it does not
@@ -27,15 +29,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.dtypes import bytes_per_element
+from .geometry import heads_of, kv_values, uniform
 from .sparse_attn import indexer_cache_bytes_per_token
 from .spec import LayerGroup, ModelSpec
 from .ssm import conv_state_values, recurrent_state_values
 
 
-def kv_values_per_token_layer(m: ModelSpec) -> int:
-    """Cached values per token in one attention layer (all KV heads, K and V)."""
+def kv_values_per_token_layer(m: ModelSpec, g: LayerGroup | None = None) -> int:
+    """Cached values per token in one attention layer (all KV heads, K and V); of group ``g``'s layers
+    where it has heads of its own (geometry.py)."""
     if m.mla is not None:
         return m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
+    if g is not None and g.attn is not None:
+        return kv_values(heads_of(m, g))
     return 2 * m.num_kv_heads * m.head_dim
 
 
@@ -47,6 +53,9 @@ def indexer_bytes_per_token_layer(m: ModelSpec) -> float:
 def kv_bytes_per_token(m: ModelSpec, kv_dtype: str = "bf16") -> float:
     """Bytes one token adds to the cache across all attention layers while the context is within every
     window (0 for a model without attention), the DSA indexer's keys included."""
+    if not uniform(m.layers):  # heads per layer group (geometry.py)
+        return float(sum(g.count * kv_values_per_token_layer(m, g) for g in m.layers if g.has_attention)
+                     * bytes_per_element(kv_dtype))
     return (kv_values_per_token_layer(m) * bytes_per_element(kv_dtype)
             + indexer_bytes_per_token_layer(m)) * (m.num_attention_layers - _kv_shared(m))
 
@@ -69,11 +78,26 @@ def cached_tokens(group: LayerGroup, context):
 def kv_bytes_for_context(m: ModelSpec, context, kv_dtype: str = "bf16"):
     """Bytes of KV cache for one sequence of ``context`` tokens (scalar or array), all layers."""
     per = kv_values_per_token_layer(m) * bytes_per_element(kv_dtype) + indexer_bytes_per_token_layer(m)
+    if not uniform(m.layers):  # heads per layer group (geometry.py)
+        b = bytes_per_element(kv_dtype)
+        return sum(g.count * kv_values_per_token_layer(m, g) * b * cached_tokens(g, context) for g in m.layers)
     own = sum(g.count * per * cached_tokens(g, context) for g in m.layers)
     if m.gemma3n is None:
         return own
     return own - sum(c * per * cached_tokens(LayerGroup(count=1, attention=a, window=w), context)
                      for a, w, c in m.gemma3n.kv_shared)
+
+
+def kv_bytes_per_rank(m: ModelSpec, context, kv_dtype: str, tp: int):
+    """KV bytes of one sequence on one GPU of a TP group of ``tp`` when layer groups have KV heads of
+    their own (geometry.py): each group's bytes split over min(tp, its n_kv) ranks (KV heads split tp
+    ways, replicated past n_kv). A uniform model: kv_bytes_for_context / min(tp, n_kv) (MLA's latent: not
+    split)."""
+    if uniform(m.layers):
+        return kv_bytes_for_context(m, context, kv_dtype) / (1 if m.mla is not None else min(tp, m.num_kv_heads))
+    b = bytes_per_element(kv_dtype)
+    return sum(g.count * kv_values_per_token_layer(m, g) * b * cached_tokens(g, context) / min(tp, heads_of(m, g).kv)
+               for g in m.layers)
 
 
 def state_bytes_per_sequence(m: ModelSpec, dtype: str = "bf16", ssm_dtype: str | None = None,

@@ -249,3 +249,15 @@ def moe_layout(r: Reader, fam: str, rule: str | None, n: int, d: int, defaults: 
     if kinds is not None:  # an explicit list wins (GLM-4.7-Flash glm4_moe_lite, Mellum, EXAONE-MoE)
         is_moe = lambda i: kinds[i] == "sparse"  # noqa: E731
     return MoE(**e), is_moe, ff
+
+
+def group_runs(per_layer: list[LayerGroup]) -> tuple[LayerGroup, ...]:
+    """Run-length encode per-layer groups (count 1 each, any fields: heads and MLP width of their own
+    included) into ordered groups, as ``group_layers`` does for the plain descriptors."""
+    runs: list[list] = []
+    for g in per_layer:
+        if runs and runs[-1][0] == g:
+            runs[-1][1] += g.count
+        else:
+            runs.append([g, g.count])
+    return tuple(g.model_copy(update={"count": c}) for g, c in runs)

@@ -37,6 +37,10 @@ __all__ = ["ConfigError", "SUPPORTED", "alias_of", "catalog_files", "load_model"
            "resolve"]
 
 _DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8"}
+#: wrappers whose own ``tie_word_embeddings`` ties the LM head, not the text config's (transformers 5.24.0
+#: modeling_utils.py ``PreTrainedModel.tie_weights`` reads the model's config: Gemma4ForConditionalGeneration's
+#: is the wrapper's)
+_OUTER_TIE = ("gemma4", "gemma4_unified")
 
 
 def _data_dir() -> Path:
@@ -72,7 +76,11 @@ def resolve(source: str) -> tuple[str, dict[str, Any]]:
     files = catalog_files()
     if source in files:
         return source, _read(files[source])
-    by_alias = {**aliases(sorted(files)), **{k.lower(): k for k in files}}  # short aliases, ids any case
+    # the lower-cased names and ids first: the same answer as the full table below for those keys (a short
+    # name never replaces a name there), without reducing every catalog name (a cold estimate, issue 18)
+    by_alias = {**{alias_of(k): k for k in sorted(files)}, **{k.lower(): k for k in files}}
+    if source.lower() not in by_alias:
+        by_alias = {**aliases(sorted(files)), **{k.lower(): k for k in files}}  # short aliases, ids any case
     if source.lower() in by_alias:
         hf_id = by_alias[source.lower()]
         return hf_id, _read(files[hf_id])
@@ -196,6 +204,8 @@ def _unwrap(r: Reader, raw: dict) -> dict:
     for key in ("quantization_config", "torch_dtype", "dtype", "_variant"):
         if key in raw and key not in inner:
             inner[key] = raw[key]
+    if isinstance(raw.get("tie_word_embeddings"), bool) and raw.get("model_type") in _OUTER_TIE:
+        inner["tie_word_embeddings"] = raw["tie_word_embeddings"]
     if not inner.get("model_type") and isinstance(raw.get("model_type"), str):
         inner["model_type"] = ALIASES.get(raw["model_type"], raw["model_type"])
     towers, note = read_towers(raw, r.name)  # the vision / audio towers (towers.py), said in one line

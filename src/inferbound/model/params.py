@@ -8,6 +8,9 @@ device, tests/test_model_exact.py):
   (q_attn d×d + c_attn d×2d + c_proj d×d, with biases) plus its LayerNorm; DeepSeek-V3.2's DSA
   indexer beside MLA (``sparse_attn.py``); q/k norms (``head``: 2·head_dim; ``full``: (n_heads + n_kv)·head_dim; doubled for LayerNorm
   with bias; ``per_head``: (n_heads + n_kv)·head_dim weights, never a bias); gpt-oss sinks (n_heads); Qwen3-Next's output gate doubles q_proj;
+- a layer group with heads of its own (Gemma 4, MiMo-V2-Flash: ``geometry.py``): its d_qk, d_v, KV heads,
+  sinks, no v_proj (``k_eq_v``) or no k/v projection and k norm (``kv_shared``); Gemma 4's per-layer
+  embeddings (``per_layer_input.py``), one stored scalar per layer, its router's input scale (d);
 - state-space mixers (Mamba, Mamba-2, Gated DeltaNet): ``ssm.py``;
 - MLP (gated: 3·d·ff, plain: 2·d·ff, + biases); experts (E routed + shared, the shared ones with their
   own bias switch: Nemotron-H's shared expert follows ``mlp_bias``, its routed experts have none); router d·E (+E bias, or
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from . import per_layer_input as ple
+from .geometry import heads_of, projection_widths, qk_norm_values
 from .kv_sharing import layer_extra_params, model_extra_params, per_layer_embedding_params, shared_layer_saving
 from .sparse_attn import indexer_params
 from .spec import LayerGroup, ModelSpec
@@ -109,9 +114,16 @@ def qk_norm_params(m: ModelSpec) -> int:
     return 0
 
 
-def attention_params(m: ModelSpec) -> int:
-    """One attention layer's weights (+ biases, q/k norms, sinks)."""
+def attention_params(m: ModelSpec, g: LayerGroup | None = None) -> int:
+    """One attention layer's weights (+ biases, q/k norms, sinks); of group ``g``'s layers where it has
+    heads of its own (geometry.py)."""
     d, h = m.hidden_size, m.num_heads
+    if g is not None and g.attn is not None:
+        hs = heads_of(m, g)
+        q, k, v, o_in = projection_widths(hs, m.attention_gate)
+        return (d * (q + k + v) + o_in * d + (q + k + v) * m.qkv_bias + d * m.out_bias
+                + qk_norm_values(m.qk_norm, hs, lambda w: norm_params(m, w)) + h * hs.sinks
+                + h * m.attention_gate_bias + d * h * m.attention_head_gate)
     if m.mla is not None:
         a = m.mla
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
@@ -145,13 +157,13 @@ def router_params(m: ModelSpec) -> int:
     """One MoE layer's gating: router d·E (+E), shared-expert gate d, latent projections 2·d·latent."""
     e, d = m.moe, m.hidden_size
     latent = (2 * d * e.latent_size + (e.latent_size + d) * m.mlp_bias) if e.latent_size else 0
-    return d * e.num_experts + e.num_experts * e.router_bias + d * e.shared_expert_gate + latent
+    return d * e.num_experts + e.num_experts * e.router_bias + d * e.shared_expert_gate + latent + d * e.router_scale
 
 
 def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
     """Parameters of one layer of group ``g``."""
     d = m.hidden_size
-    out = dict(attention=attention_params(m) * (1 + m.cross_attention) if g.has_attention else 0,
+    out = dict(attention=attention_params(m, g) * (1 + m.cross_attention) if g.has_attention else 0,
                ssm=ssm_params(m.ssm, d) if g.ssm_kind is not None else 0,
                norms=norm_params(m) * (m.norms_per_layer + m.cross_attention)
                + (norm_params(m) + norm_params(m, m.intermediate_size)) * m.sub_norms)
@@ -162,9 +174,10 @@ def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
                    shared_experts=mlp_params(d, e.shared_intermediate_size, m.gated_mlp,
                                              e.expert_bias if e.shared_expert_bias is None else e.shared_expert_bias)
                    * e.num_shared_experts)
-        out["norms"] += norm_params(m) * e.post_norm  # AXK1: post_mlp_layernorm in MoE layers only
+        out["norms"] += norm_params(m) * (e.post_norm + e.block_norms)  # AXK1 post_mlp_layernorm; Gemma 4's three
     elif g.mlp:
-        out["dense_mlp"] = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) + m.mlp_act_params
+        ff = m.intermediate_size if g.mlp_width is None else g.mlp_width
+        out["dense_mlp"] = mlp_params(d, ff, m.gated_mlp, m.mlp_bias) + m.mlp_act_params
     return LayerParams(**out)
 
 
@@ -192,6 +205,12 @@ def count_params(m: ModelSpec) -> ParamCount:
         sums["attention"] -= g3.num_kv_shared * shared_layer_saving(d, m.num_kv_heads, m.head_dim, m.qkv_bias)
         extra = dict(per_layer_embedding=per_layer_embedding_params(g3, m.num_layers),
                      layer_extras=m.num_layers * layer_extra_params(g3, d) + model_extra_params(g3, d, m.num_layers))
+    elif m.per_layer_input is not None or m.layer_scalars:  # Gemma 4 (per_layer_input.py), a scalar per layer
+        n, s = m.num_layers, m.per_layer_input
+        extra = dict(per_layer_embedding=0 if s is None else ple.table_params(s, n),
+                     layer_extras=m.layer_scalars * n + (0 if s is None else n * ple.layer_params(s, d)
+                                                         + ple.model_projection_params(s, d, n)))
+    extra["layer_extras"] = extra.get("layer_extras", 0) + m.extra_params  # ModelSpec.extra_params (decoders_own.py)
     return ParamCount(
         embedding=m.vocab_size * width + m.learned_positions * d, **extra,
         lm_head=(0 if m.tie_embeddings else m.vocab_size * width) + m.vocab_size * m.lm_head_bias,

@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .geometry import AttentionGeometry
+from .per_layer_input import PerLayerInput
 from .quant import Quantization
 from .kv_sharing import Gemma3nSpec
 from .sparse_attn import SparseIndexer
@@ -46,6 +48,9 @@ class LayerGroup(BaseModel):
     tokens, the cache never holds more than one chunk); only meaningful when the mixer has attention.
     ``mixer``: the sequence mixer (module docstring). ``moe``: the MLP is a mixture of experts.
     ``mlp``: False for a block without an MLP (Mamba, Nemotron-H ``M`` and ``*`` blocks).
+    ``attn``: the heads of these layers where they differ from the model's (``geometry.py``: Gemma 4,
+    MiMo-V2-Flash); None in the common case. ``mlp_width``: these layers' dense MLP width where it is not
+    ``ModelSpec.intermediate_size`` (Gemma 4 ``use_double_wide_mlp``: 2x in the KV-sharing layers).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,6 +61,8 @@ class LayerGroup(BaseModel):
     moe: bool = False
     mixer: MixerKind = "attention"
     mlp: bool = True
+    attn: AttentionGeometry | None = None
+    mlp_width: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> "LayerGroup":
@@ -115,6 +122,10 @@ class MoE(BaseModel):
     latent_size: int | None = Field(default=None, ge=1)
     post_norm: bool = Field(default=False, description="a norm of width d after the MoE block, in MoE layers only "
                                                       "(AXK1 post_mlp_layernorm)")
+    block_norms: int = Field(default=0, ge=0, description="more norms of width d in MoE layers only (Gemma 4: "
+                             "post_feedforward_layernorm_1, _2 and pre_feedforward_layernorm_2)")
+    router_scale: bool = Field(default=False, description="a stored d-vector scaling the router's input (Gemma 4 "
+                               "router.scale)")
 
     @model_validator(mode="after")
     def _k_le_e(self) -> "MoE":
@@ -177,12 +188,18 @@ class ModelSpec(BaseModel):
     sub_norms: bool = Field(default=False, description="BitNet: attn_sub_norm (d) and ffn_sub_norm (MLP width)")
     mlp_act_params: int = Field(default=0, ge=0, description="stored scalars of each dense MLP's activation "
                                 "(Apertus xIELU: alpha_p, alpha_n, beta, eps = 4)")
+    extra_params: int = Field(default=0, ge=0, description="stored parameters no per-layer formula holds, counted "
+                              "once in layer_extras (decoders_own.py: GPT-NeoX-Japanese's last-layer dense_bias, "
+                              "ModernBERT-decoder's prediction-head dense)")
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
     mla: MLA | None = None
     ssm: SSMSpec | None = None
     indexer: SparseIndexer | None = Field(default=None, description="DeepSeek-V3.2 DSA indexer (sparse_attn.py)")
     gemma3n: Gemma3nSpec | None = Field(default=None, description="Gemma 3n KV sharing and extras (kv_sharing.py)")
+    per_layer_input: PerLayerInput | None = Field(default=None, description="Gemma 4 per-layer embeddings and "
+                                                  "each layer's gate and projection (per_layer_input.py)")
+    layer_scalars: bool = Field(default=False, description="Gemma 4: one stored scalar per layer (layer_scalar)")
     mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction layers, counted apart")
     max_position_embeddings: int | None = None
     quantization: Quantization | None = None
@@ -196,6 +213,12 @@ class ModelSpec(BaseModel):
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}")
+        for g in self.layers:
+            if g.attn is not None and g.attn.kv_heads is not None and self.num_heads % g.attn.kv_heads:
+                raise ValueError(f"layers.attn.kv_heads={g.attn.kv_heads} must divide num_heads={self.num_heads}")
+        if any(g.attn is not None for g in self.layers) and (self.mla or self.indexer or self.gemma3n):
+            raise ValueError("layers.attn (heads per layer group) is priced for MHA/GQA layers only, not with "
+                             "mla, indexer or gemma3n")
         if any(g.moe for g in self.layers) and self.moe is None:
             raise ValueError("layers marked moe but no moe section (num_experts, top_k, ...)")
         if self.intermediate_size == 0 and any(g.mlp and not g.moe for g in self.layers):

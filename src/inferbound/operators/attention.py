@@ -24,6 +24,7 @@ import numpy as np
 
 from ..deploy.config import Dtypes, Parallelism
 from ..base.dtypes import bytes_per_element
+from ..model.geometry import heads_of
 from ..model.kv import kv_values_per_token_layer
 from ..model.spec import LayerGroup, ModelSpec
 from .op import Op, _act_bytes, _group_label
@@ -96,13 +97,15 @@ def sequence_attention(kind: tuple[str, int | None], past, new, xp=np):
     return pairs, kind_reads(kind, length, xp)
 
 
-def attention_shape(m: ModelSpec, par: Parallelism):
+def attention_shape(m: ModelSpec, par: Parallelism, g: LayerGroup | None = None):
     """(query heads per GPU, d_qk decode, d_v decode, d_qk prefill, d_v prefill, cached values per token
-    and layer on a GPU, attention output width) of one attention layer under TP.
+    and layer on a GPU, attention output width) of one attention layer (of group ``g``) under TP.
 
     MHA/GQA: d_qk = d_v = head_dim; KV heads split t ways but replicated when t > n_kv. MLA: decode runs
     absorbed (scores against the latent, d_qk = kv_lora_rank + rope, d_v = kv_lora_rank), prefill expanded
-    (d_qk = nope + rope, d_v = v_head_dim); the latent is replicated on every TP rank.
+    (d_qk = nope + rope, d_v = v_head_dim); the latent is replicated on every TP rank. A group with heads
+    of its own (model/geometry.py: Gemma 4, MiMo-V2-Flash): its n_kv, d_qk and d_v; a KV-sharing layer
+    reads the cache of the layer it shares, of the same shape, so its kernel reads as much.
     """
     tp = par.tp
     if m.mla is not None:
@@ -110,6 +113,10 @@ def attention_shape(m: ModelSpec, par: Parallelism):
         return (m.num_heads / tp, a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank,
                 a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim, kv_values_per_token_layer(m),
                 m.num_heads * a.v_head_dim)
+    if g is not None and g.attn is not None:
+        hs = heads_of(m, g)
+        return (hs.q / tp, hs.qk_dim, hs.v_dim, hs.qk_dim, hs.v_dim,
+                max(1.0, hs.kv / tp) * (hs.qk_dim + hs.v_dim), hs.q * hs.v_dim)
     return (m.num_heads / tp, m.head_dim, m.head_dim, m.head_dim, m.head_dim,
             2 * max(1.0, m.num_kv_heads / tp) * m.head_dim, m.num_heads * m.head_dim)
 
@@ -127,10 +134,10 @@ def attention_op(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, deco
     tokens per sequence read like a decode: step/speculative.py), the load's sixth entry when given; the
     decode kernel then has D = min(sampled, tokens) − extra_queries sequences.
     """
-    h_loc, dqk_d, dv_d, dqk_p, dv_p, kv_vals, out_width = attention_shape(m, par)
+    h_loc, dqk_d, dv_d, dqk_p, dv_p, kv_vals, out_width = attention_shape(m, par, g)
     ab = _act_bytes(dt)
     kvb = bytes_per_element(dt.kv_dtype)
-    kv_heads = 1.0 if m.mla is not None else max(1.0, m.num_kv_heads / par.tp)
+    kv_heads = 1.0 if m.mla is not None else max(1.0, heads_of(m, g).kv / par.tp)
     shape = {"attention": {"mla": m.mla is not None, "heads": h_loc, "kv_heads": kv_heads, "d_dec": (dqk_d, dv_d),
                            "d_pre": (dqk_p, dv_p), "token_bytes": kv_vals * kvb, "kv_dtype": dt.kv_dtype,
                            "window": float(g.window or 0) if g.attention != "full" else 0.0},

@@ -17,11 +17,13 @@ import numpy as np
 from ..deploy.config import Dtypes, Parallelism
 from ..deploy.eplb import expert_slots, moe_imbalance
 from ..base.dtypes import bytes_per_element, component_weight_bytes
+from ..model.geometry import heads_of, projection_widths
 from ..model.params import attention_params, expert_params, mlp_params, router_params
 from ..model.ssm import lightning_buffer_values, ssm_params
 from ..model.spec import LayerGroup, ModelSpec
 from .attention import attention_shape
 from .gemma3n import layer_extra_ops, model_extra_ops
+from .per_layer_input import ple_layer_ops, ple_model_ops
 from .op import Op, _act_bytes, _collective, _comm_bytes, _group_label, _merged_groups, _tp_reduce, gemm_shape, weight_format
 
 
@@ -58,9 +60,14 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
 
     if g.has_attention:  # --- attention projections (the attention kernel itself: attention_op)
         wb = component_weight_bytes(dt, "attention")
-        _, _, _, _, _, kv_vals, attn_out_width = attention_shape(m, par)
-        attn_p = attention_params(m)
-        if m.mla is not None:
+        _, _, _, _, _, kv_vals, attn_out_width = attention_shape(m, par, g)
+        attn_p = attention_params(m, g)
+        if g.attn is not None:  # heads of its own (model/geometry.py); a KV-sharing layer writes no KV
+            q_w, k_w, v_w, o_in = projection_widths(heads_of(m, g), m.attention_gate)
+            o_params = o_in * d + d * m.out_bias
+            qkv_out = (q_w + k_w + v_w) / tp
+            kv_vals = kv_vals * (not g.attn.kv_shared)
+        elif m.mla is not None:
             a = m.mla
             o_params = m.num_heads * a.v_head_dim * d
             qkv_out = m.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) / tp + a.kv_lora_rank + a.qk_rope_head_dim
@@ -93,17 +100,20 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
         sh = par.mlp_shard
         if gathered:
             ops.append(_dp_gather("mlp", g, par, t_mlp * d * cb, label))
-        p = mlp_params(d, m.intermediate_size, m.gated_mlp, m.mlp_bias) / sh
+        ff = m.intermediate_size if g.mlp_width is None else g.mlp_width  # Gemma 4's double-wide layers
+        p = mlp_params(d, ff, m.gated_mlp, m.mlp_bias) / sh
         ops.append(Op("mlp", "gemm", g.count, flops=2 * t_mlp * p, weight_bytes=p * component_weight_bytes(dt, "dense_mlp"),
-                      act_bytes=t_mlp * (2 * d + 3 * m.intermediate_size / sh) * ab, group=label,
-                      shape=gemm_shape(dt, "dense_mlp", t_mlp, *_mlp_gemms(d, m.intermediate_size / sh, m.gated_mlp))))
+                      act_bytes=t_mlp * (2 * d + 3 * ff / sh) * ab, group=label,
+                      shape=gemm_shape(dt, "dense_mlp", t_mlp, *_mlp_gemms(d, ff / sh, m.gated_mlp))))
         ops.extend(_dp_reduce_scatter("mlp", g, par, t_mlp * d * cb, label) if gathered
                    else _tp_reduce("mlp", g, par, tokens * d * cb, label))
 
     ops.extend(layer_extra_ops(m, g, dt, tokens))  # Gemma 3n AltUp / LAuReL / per-layer input (gemma3n.py)
+    ops.extend(ple_layer_ops(m, g, dt, tokens))  # Gemma 4 per-layer input gate and projection (per_layer_input.py)
 
     # --- norms, residual adds, activation function: ~8 FLOPs and 3 touches per element
     post_moe = bool(g.moe and m.moe is not None and m.moe.post_norm)  # AXK1's post_mlp_layernorm (model/moe_more.py)
+    post_moe += m.moe.block_norms if g.moe and m.moe is not None else 0  # Gemma 4's three (model/gemma4.py)
     elems = tokens * d * (m.norms_per_layer + 1 + post_moe)
     ops.append(Op("norms_residual", "elementwise", g.count, flops=8 * elems, act_bytes=3 * elems * ab,
                   group=label))
@@ -228,6 +238,7 @@ def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[La
             ops.append(_collective("embedding_all_reduce", "all_reduce", 1, tokens * d * _comm_bytes(dt), "tp",
                                    par.tp, ""))
         ops.extend(model_extra_ops(m, dt, tokens))  # Gemma 3n per-layer embeddings and projections
+        ops.extend(ple_model_ops(m, dt, tokens))  # Gemma 4's (per_layer_input.py)
     for g in (_merged_groups(m) if layers is None else layers):
         ops.extend(layer_ops(m, g, dt, par, tokens, moe_imbalance))
     if last:

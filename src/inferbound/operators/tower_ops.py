@@ -17,6 +17,8 @@ I images of N encoder positions each; b the 16-bit bytes per value (the towers r
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..base.dtypes import bytes_per_element
 from ..base.datafiles import data_yaml
 from ..deploy.config import Dtypes, Parallelism
@@ -26,8 +28,9 @@ from .op import Op, _collective
 
 
 def tower_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, images: float) -> list[Op]:
-    """The towers' operators for ``images`` images in one step (module docstring); [] without towers or images."""
-    if not m.towers or images <= 0:
+    """The towers' operators for ``images`` images in one step (module docstring; an array of image counts
+    prices one step per entry, each entry > 0); [] without towers or images."""
+    if not m.towers or np.all(np.asarray(images) <= 0):
         return []
     b = bytes_per_element(dt.high_precision)
     ways = par.tp if data_yaml("towers.yaml").get("tp_sharded") else 1
