@@ -25,15 +25,37 @@ from .engines import engine_note, platform_notes
 from .runtime import Runtime, kv_capacity_bytes, profile_of, resolve
 
 
+#: validated layouts and formats by their exact input (each value with its type: 4 and 4.0 are two keys)
+_VALIDATED = cache("validated layouts and formats", 1024)
+
+
 def validated(cls, **fields):
-    """Build a pydantic config; a validation error becomes one line: field=value: what is allowed."""
+    """Build a pydantic config; a validation error becomes one line: field=value: what is allowed. A frozen
+    config built from the same input (values and their types) before is returned again, not re-validated."""
     try:
-        return cls(**fields)
+        key = (cls, tuple((k, type(v), v) for k, v in sorted(fields.items())))
+        hash(key)
+    except TypeError:  # an unhashable field value (a list): validated every time
+        key = None
+    hit = _VALIDATED.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    try:
+        out = cls(**fields)
+        if key is not None:
+            _VALIDATED.get_or(key, lambda: out)
+        return out
     except ValidationError as e:
         err = e.errors()[0]
         loc = ".".join(str(x) for x in err.get("loc", ()))
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         raise ValueError(msg if not loc or repr(err.get("input")) in msg else f"{loc}={err.get('input')!r}: {msg}") from None
+
+
+#: (weights per GPU, Runtime, KV bytes per GPU) of a deployment, keyed by its content (its equality: model, GPU,
+#: layout, dtypes, compute dtype, calibration content, engine, engine options, notes); all three are pure
+#: functions of those fields, so an equal deployment built again (a name resolved anew) derives nothing
+_DERIVED = cache("deployment runtime pieces", 4096)
 
 
 @dataclass(frozen=True)
@@ -65,10 +87,14 @@ class Deployment:
         put(self, "calibration_key", content_key(self.calibration))
         put(self, "_hash", hash((self.model, gpu_key(self.gpu), self.par, self.dtypes, self.compute_dtype,
                                  self.calibration_key, self.engine, self.engine_options, self.notes)))
-        put(self, "weight_bytes_per_gpu", float(weight_bytes_per_gpu(self.model, self.dtypes, self.par)))
-        rt = resolve(self, self.engine, **dict(self.engine_options))  # one-line errors at the edge
-        put(self, "runtime", rt)
-        put(self, "kv_capacity_bytes", kv_capacity_bytes(self, rt))
+        derived = _DERIVED.get(self)  # an equal deployment's figures (keyed by this one's content)
+        if derived is None:
+            put(self, "weight_bytes_per_gpu", float(weight_bytes_per_gpu(self.model, self.dtypes, self.par)))
+            rt = resolve(self, self.engine, **dict(self.engine_options))  # one-line errors at the edge
+            derived = _DERIVED.get_or(self, lambda: (self.weight_bytes_per_gpu, rt, kv_capacity_bytes(self, rt)))
+        put(self, "weight_bytes_per_gpu", derived[0])
+        put(self, "runtime", derived[1])
+        put(self, "kv_capacity_bytes", derived[2])
 
     def __hash__(self) -> int:
         return self._hash

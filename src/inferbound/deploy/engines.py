@@ -41,6 +41,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple, Optional
 
+from ..base.caches import cache
 from ..base.datafiles import data_yaml
 from .engine_schema import (  # noqa: F401  (re-exported: the schema's types are part of this module's API)
     GIB, MIB, Cited, CudaGraphs, DefaultEngine, EngineCatalog, EngineProfile, Flags, FrameworkRule, KvSizing,
@@ -49,11 +50,21 @@ from .engine_schema import (  # noqa: F401  (re-exported: the schema's types are
 _LEAF_KEYS = ("value", "tiers", "kind", "min")  # cited value, tier table, rule, range: replaced whole
 
 
+def _copy(x):
+    """A copy of parsed YAML (dicts and lists copied, scalars shared): ``copy.deepcopy``'s result on plain data,
+    several times faster (the profiles' merge is most of ``load_engines`` in a cold process, issue 18)."""
+    if type(x) is dict:
+        return {k: _copy(v) for k, v in x.items()}
+    if type(x) is list:
+        return [_copy(v) for v in x]
+    return x if isinstance(x, (str, int, float, bool, type(None))) else copy.deepcopy(x)
+
+
 def _merge(base: dict, over: dict) -> dict:
-    out = copy.deepcopy(base)
+    out = _copy(base)
     for k, v in over.items():
         nested = isinstance(v, dict) and isinstance(out.get(k), dict) and not any(x in v for x in _LEAF_KEYS)
-        out[k] = _merge(out[k], v) if nested else copy.deepcopy(v)
+        out[k] = _merge(out[k], v) if nested else _copy(v)
     return out
 
 
@@ -113,9 +124,24 @@ class Resolution(NamedTuple):
     note: Optional[str] = None
 
 
+#: (name, version) -> (catalog, Resolution), used while load_engines() returns that same catalog
+_RESOLVED = cache("engine versions resolved", 256)
+
+
 def resolve_version(name: str, version: Optional[str] = None) -> Resolution:
-    """The profile of ``name`` for ``version`` by the module docstring's rule, with its substitution note."""
+    """The profile of ``name`` for ``version`` by the module docstring's rule, with its substitution note
+    (kept per (name, version) while the parsed catalog is the same object)."""
     cat = load_engines()
+    hit = _RESOLVED.get((name, version))
+    if hit is not None and hit[0] is cat:
+        return hit[1]
+    out = _resolve_version(cat, name, version)
+    _RESOLVED.pop((name, version), None)
+    _RESOLVED.get_or((name, version), lambda: (cat, out))
+    return out
+
+
+def _resolve_version(cat: EngineCatalog, name: str, version: Optional[str]) -> Resolution:
     key = name.strip().lower()
     mine = [p for p in cat.profiles if p.name == key]
     if not mine:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..deploy.deployment import Deployment
+from ..deploy.deployment import Deployment, gpu_key
 from ..pricing.energy import power_w
 from ..deploy.memory import kv_bytes_per_gpu
 from ..sim.event_loop import kv_link, transfer_seconds
@@ -126,7 +126,7 @@ def step_model(dep: Deployment, max_tokens: int) -> StepModel:
     """StepModel of ``dep`` (grid of max_throughput), memoized across searches by its full inputs: the
     engine profile and the calibration price kernels and host work too (kernel_pricing.py), so a search
     under another engine in the same process (the web server) gets its own tables."""
-    key = (dep.model, dep.par, dep.dtypes, dep.compute_dtype, dep.gpu.model_dump_json(), int(max_tokens),
+    key = (dep.model, dep.par, dep.dtypes, dep.compute_dtype, gpu_key(dep.gpu), int(max_tokens),
            dep.engine, repr(dep.engine_options), _calibration_key(dep.calibration))
     sm = _CACHE.get(key)
     if sm is None:
@@ -246,7 +246,7 @@ def pool_pairs(deps: list[Deployment], w: Workload) -> list[tuple[int, Deploymen
     evaluation per layout, beside its own pairing (both pools on its layout)."""
     groups: dict = {}
     for j, d in enumerate(deps):
-        key = (d.model, d.gpu.model_dump_json(), d.dtypes, d.compute_dtype, d.engine, d.engine_options)
+        key = (d.model, gpu_key(d.gpu), d.dtypes, d.compute_dtype, d.engine, d.engine_options)
         groups.setdefault(key, []).append(j)
     pairs = []
     for members in groups.values():

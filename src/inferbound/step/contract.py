@@ -267,8 +267,18 @@ def graph_step(dep, mb: StepLoad) -> tuple[StepLoad, object]:
     if plan.decode == G.EAGER and plan.mixed == G.EAGER:
         return mb, G.EAGER
     g = float(dep.par.attention_groups)
-    tokens = np.asarray(mb.tokens, dtype=float)
     extra = next((v[3] for v in mb.attention.values() if len(v) > 3), 0.0)
+    if fast_ndim(mb.tokens) == 0 and fast_ndim(mb.sequences) == 0 and fast_ndim(extra) == 0:
+        # one plain-number step (a static batch's prefill, a decode over contexts): the same arithmetic on
+        # Python floats (graphs.padded_scalar is graphs.padded on one number)
+        t = float(mb.tokens)
+        pad, captured = G.padded_scalar(plan, t / g)
+        kind = (plan.decode if abs(t - float(mb.sequences) - float(extra)) < 1e-9 else plan.mixed) \
+            if captured else G.EAGER
+        if kind == G.EAGER:
+            return mb, int(kind)
+        return StepLoad(float(pad * g), mb.sampled, mb.sequences, mb.attention, mb.seqgroups), int(kind)
+    tokens = np.asarray(mb.tokens, dtype=float)
     decode = np.abs(tokens - np.asarray(mb.sequences, dtype=float) - np.asarray(extra, dtype=float)) < 1e-9
     pad, captured = G.padded(plan, tokens / g)
     kind = np.where(captured, np.where(decode, plan.decode, plan.mixed), G.EAGER)
