@@ -154,12 +154,12 @@ def test_images_join_the_prompt_and_the_prefill():
     assert any("images=3 per request" in w for w in with_images.warnings)
 
 
-def test_images_without_a_tower_or_outside_static_are_refused_in_one_line():
+def test_images_without_a_tower_are_refused_in_one_line():
     with pytest.raises(ValueError, match="needs a multimodal checkpoint"):
         image_tokens(load_model("meta-llama/Llama-3.1-8B"), 1)
-    r = CliRunner().invoke(app, ["estimate", "google/gemma-3-27b-it", "--gpu", "h100_sxm", "--images", "1",
-                                 "--scenario", "serving", "--rate", "1"])
-    assert r.exit_code == 2 and "static scenario only" in r.output and len(r.output.strip().splitlines()) == 1
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100_sxm", "--images", "1",
+                                 "--scenario", "serving", "--rate", "1"])   # steady states: tests/test_towers_steady.py
+    assert r.exit_code == 2 and "needs a multimodal checkpoint" in r.output and len(r.output.strip().splitlines()) == 1
 
 
 def test_an_unknown_tower_is_named_not_counted():
@@ -183,7 +183,7 @@ def test_the_api_takes_images_as_the_cli_does():
     r = client.post("/api/estimate", json=body)
     assert r.status_code == 200, r.text
     assert r.json()["input_len"] == 100 + 2 * 256
-    r = client.post("/api/estimate", json={**body, "scenario": "serving", "rate": 1})
-    assert r.status_code == 422 and "images" in r.text
+    r = client.post("/api/estimate", json={**body, "scenario": "serving", "rate": 1, "output_len": 64})  # _steady.py
+    assert r.status_code == 200 and r.json()["input_len"] == 100 + 2 * 256
     r = client.post("/api/estimate", json={**body, "model": "llama-3.1-8b"})
     assert r.status_code == 422 and "needs a multimodal checkpoint" in r.text

@@ -69,6 +69,10 @@ def _rate(text: str) -> float:
 
 
 def _random_only(tool: str, name: str, dataset: str | None) -> None:
+    if name == "random-mm":  # images per prompt: the simulator replays text prompts (workloads/images.py)
+        raise ValueError(f"{tool}: --dataset-name 'random-mm' (images per prompt) is not replayed: the simulator "
+                         f"replays text prompts; allowed: random (images are priced by `inferbound estimate --images N`, "
+                         f"static, max-throughput or serving)")
     if name != "random":
         raise ValueError(f"{tool}: --dataset-name {name!r} is not replayed (its prompts are a file inferbound does "
                          f"not read); allowed: random")

@@ -35,9 +35,9 @@ def estimate(o: dict) -> None:
     from ..workloads.static import estimate as run_estimate
     dep = deployment_from(o)
     lengths = _lengths(o)
-    if o.get("images") and (o["scenario"] != "static" or o.get("prefill_layout") or o.get("decode_layout")):
-        raise ValueError(f"images={o['images']} is priced in the static scenario only (a static batch, one deployment); "
-                         f"allowed: --scenario static, or --images 0")
+    if o.get("images") and (o.get("prefill_layout") or o.get("decode_layout")):
+        raise ValueError(f"images={o['images']} is priced on one deployment (static, max-throughput, serving), not "
+                         f"on disaggregated pools; allowed: --images 0 with --prefill-layout/--decode-layout")
     if o.get("prefill_layout") or o.get("decode_layout"):
         return _disaggregated(o, dep, lengths)
     if o["scenario"] == "serving":
@@ -49,9 +49,12 @@ def estimate(o: dict) -> None:
         from ..workloads.max_throughput import max_throughput
         from ..workloads.scenario_view import max_throughput_view
         from ..workloads.steady_state import as_mix
+        from ..workloads.images import with_images
+        images = o.get("images") or 0
         r = max_throughput(dep, input_len=o["input_len"], output_len=o["output_len"], num_requests=o["requests"],
-                           lengths=lengths, concurrency=o["concurrency"])
-        view = max_throughput_view(dep, r, lengths or as_mix(o["input_len"], o["output_len"]))
+                           lengths=lengths, concurrency=o["concurrency"], images=images)
+        view = max_throughput_view(dep, r, with_images(dep.model, lengths or as_mix(o["input_len"], o["output_len"]),
+                                                       images))
         if o["json"]:
             return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings, "view": view})
         show_max_throughput(r, dep.gpu, dep.label())
@@ -85,13 +88,15 @@ def _serving(o: dict, dep, lengths) -> None:
     from ..workloads.serving import serving
     if (o["rate"] is None) == (o["concurrency"] is None):
         raise ValueError("--scenario serving needs exactly one of --rate (requests/s) or --concurrency (clients)")
+    from ..workloads.images import with_images
     from ..workloads.scenario_view import serving_view
     from ..workloads.steady_state import as_mix
     given = o["requests"] != next(x for x in SCENARIO if x.name == "requests").default  # else closed_loop.yaml's
+    images = o.get("images") or 0
     r = serving(dep, rate=o["rate"], concurrency=o["concurrency"], think_time=o["think_time"],
                 input_len=o["input_len"], output_len=o["output_len"], lengths=lengths,
-                requests=o["requests"] if given else None)
-    view = serving_view(dep, r, lengths or as_mix(o["input_len"], o["output_len"]))
+                requests=o["requests"] if given else None, images=images)
+    view = serving_view(dep, r, with_images(dep.model, lengths or as_mix(o["input_len"], o["output_len"]), images))
     if o["json"]:
         return print_json({**r.to_dict(), "engine": report.engine(dep), "warnings": dep.warnings, "view": view})
     show_serving(r, dep.gpu, dep.label())

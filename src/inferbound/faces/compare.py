@@ -127,9 +127,6 @@ def _figures(dep, w: dict) -> tuple[dict, bool, str, list]:
     scenario = w.get("scenario", "static")
     i, o = w.get("input_len", 1024), w.get("output_len", 256)
     lengths = from_options({**w, "input_len": i, "output_len": o})
-    if w.get("images") and scenario != "static":
-        raise ValueError(f"workload images={w['images']} is priced in the static scenario only; allowed: scenario "
-                         f"static, or images 0")
     if scenario == "static":
         if lengths is not None:
             raise ValueError("workload input_dist/output_dist/dataset apply to max-throughput and serving, not static")
@@ -140,12 +137,12 @@ def _figures(dep, w: dict) -> tuple[dict, bool, str, list]:
                  "usd_per_mtok": en.get("usd_per_million_output_tokens")}, e.fits, e.decode.bound, list(e.warnings))
     if scenario == "max-throughput":
         r = max_throughput(dep, input_len=i, output_len=o, num_requests=w.get("requests", 10_000), lengths=lengths,
-                           concurrency=w.get("concurrency"))
+                           concurrency=w.get("concurrency"), images=w.get("images", 0))
         return ({"ttft_ms": None, "tpot_ms": r.step_time_s * 1e3, "tok_s_per_gpu": r.output_tok_s_per_gpu,
                  "tok_s_per_user": r.tok_s_per_user, "joules_per_token": r.joules_per_output_token,
                  "usd_per_mtok": r.usd_per_million_output_tokens}, True, r.bound, list(dep.warnings) + r.notes)
     s = serving(dep, rate=w.get("rate"), concurrency=w.get("concurrency"), think_time=w.get("think_time", 0.0),
-                input_len=i, output_len=o, lengths=lengths)
+                input_len=i, output_len=o, lengths=lengths, images=w.get("images", 0))
     return ({"ttft_ms": s.ttft_s["mean"] * 1e3, "tpot_ms": s.tpot_s * 1e3, "tok_s_per_gpu": s.output_tok_s_per_gpu,
              "tok_s_per_user": s.tok_s_per_user, "joules_per_token": s.joules_per_output_token,
              "usd_per_mtok": s.usd_per_million_output_tokens}, True, s.bound, list(s.notes))

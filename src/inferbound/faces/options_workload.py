@@ -58,7 +58,7 @@ _ANALYTIC = (" estimate: the analytic prefill/decode pair (workloads/disagg.py) 
 
 IMAGES = _o("images", "int", 0, "images per request (a multimodal checkpoint: llava, gemma3, llama4, mistral3, "
             "qwen2_5_vl): each adds its vision tower's tokens per image to the prompt and the tower's encoder pass to "
-            "the prefill (model/towers.py; static scenario)", ge=0, le=64)
+            "the prefill (model/towers.py; static, max-throughput and serving scenarios: workloads/images.py)", ge=0, le=64)
 
 ESTIMATE: tuple[Opt, ...] = (
     SCENARIO,

@@ -1,7 +1,8 @@
 """The prefill work a request's images add (model/towers.py, operators/tower_ops.py): the towers' encoder
 pass priced as its own operators at the checkpoint's 16-bit format, run in the same engine step as the
 language model's prefill (vLLM V1 vllm/v1/worker/gpu_model_runner.py ``_execute_mm_encoder``, called in
-execute_model before the forward), so no second step overhead. The image tokens themselves join the prompt (``image_tokens``)."""
+execute_model before the forward), so no second step overhead. The image tokens themselves join the prompt (``image_tokens``).
+The static batch (workloads/static.py) and the steady states (workloads/images.py) call these."""
 from __future__ import annotations
 
 from ..operators.tower_ops import tower_ops
@@ -22,7 +23,9 @@ def image_tokens(m, images: int) -> int:
 
 
 def tower_prefill(dep, images_in_step: float) -> StepCost | None:
-    """The towers' priced encoder pass for ``images_in_step`` images (None: no towers or no images)."""
+    """The towers' priced encoder pass for ``images_in_step`` images (None: no towers or no images); an array
+    of counts (each > 0) prices one pass per entry, as the steady states' step kinds need
+    (workloads/images.py)."""
     ops = tower_ops(dep.model, dep.dtypes, dep.par, images_in_step)
     if not ops:
         return None

@@ -49,10 +49,6 @@ def lengths_of(req):
 def check_scenario(scenario: str, rate, concurrency, lengths, where: tuple = ()) -> None:
     """The scenario's own options only, as the CLI's estimate checks them: rate/concurrency (exactly one)
     for serving; length distributions and datasets for the steady states. ApiError at ``where`` + field."""
-    images = getattr(lengths, "images", 0)
-    if images and scenario != "static":  # step/towers.py: priced for a static batch only, as the CLI says
-        raise ApiError((*where, "images"), f"images={images} is priced in the static scenario only; allowed: "
-                                           f"scenario static, or images 0")
     if scenario == "serving":
         if (rate is None) == (concurrency is None):
             raise ApiError((*where, "rate"), "scenario serving needs exactly one of rate (requests/s, open loop) or "

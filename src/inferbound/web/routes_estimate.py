@@ -12,6 +12,7 @@ from ..workloads.static import estimate as run_estimate
 from ..workloads import max_throughput
 from ..workloads.serving import serving
 from ..workloads.steady_state import as_mix
+from ..workloads.images import with_images
 from .compute import check_scenario, computing, deployment, lengths_of
 from .errors import jsonable
 from ..workloads.scenario_view import max_throughput_view, serving_view
@@ -35,15 +36,17 @@ def estimate(req: EstimateIn) -> dict:
         mix = lengths_of(req)
         if req.scenario == "max-throughput":
             r = max_throughput(dep, input_len=req.input_len, output_len=req.output_len, num_requests=req.requests,
-                               lengths=mix, concurrency=req.concurrency)
-            view = max_throughput_view(dep, r, mix or as_mix(req.input_len, req.output_len))
+                               lengths=mix, concurrency=req.concurrency, images=req.images)
+            view = max_throughput_view(dep, r, with_images(dep.model, mix or as_mix(req.input_len, req.output_len),
+                                                           req.images))
             out = {**r.to_dict(), "warnings": dep.warnings, "view": view}
         elif req.scenario == "serving":
             given = "requests" in req.model_fields_set or req.num_requests is not None  # else closed_loop.yaml's
             s = serving(dep, rate=req.rate, concurrency=req.concurrency, think_time=req.think_time,
                         input_len=req.input_len, output_len=req.output_len, lengths=mix,
-                        requests=req.requests if given else None)
-            view = serving_view(dep, s, mix or as_mix(req.input_len, req.output_len))
+                        requests=req.requests if given else None, images=req.images)
+            view = serving_view(dep, s, with_images(dep.model, mix or as_mix(req.input_len, req.output_len),
+                                                    req.images))
             out = {**s.to_dict(), "warnings": dep.warnings, "view": view}
         else:
             out = run_estimate(dep, batch=req.batch, input_len=req.input_len, output_len=req.output_len,

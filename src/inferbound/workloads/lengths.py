@@ -41,6 +41,7 @@ class Mix:
     outputs: tuple[float, ...]
     label: str = "fixed"
     notes: tuple[str, ...] = field(default=())
+    images: int = 0  # images per request: their tokens are in ``inputs``, their encoder pass priced (workloads/images.py)
 
     @property
     def mean_input(self) -> float:

@@ -30,6 +30,10 @@ time per output token (the step over τ) and C = D(1 + τp); prefix hits prefill
 prompt; a host KV tier (kv_offload=host) holds evicted prefixes: it raises the hit share of prefix
 groups and adds their loads to the steps (features.py), not the KV cap (``HostTier.capacity_bytes`` is
 0, so ``kv_host_capacity_bytes_per_gpu`` and ``host_read_ms_per_step`` stay 0).
+
+Images (``images`` per request on a multimodal checkpoint, workloads/images.py): their tokens join every
+prompt (``input_len`` of the result is text + image tokens), and the steps that carry prompt chunks the
+towers' pass (steady_state.steps); a one-wave run's prefill steps carry the pass for their n·N/steps images.
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ from .lengths import Mix, describe
 from ..deploy.prefix import cached_tokens
 from ..step.contract import uniform
 from ..deploy.offload import tier_of
+from .images import images_notes, with_images, with_towers
 
 #: step-time table points for the sweep (interpolated; < 0.5% from the exact table, see tests)
 MAX_THROUGHPUT_GRID = 192
@@ -147,7 +152,8 @@ def finite_run(sm, rt, mix: Mix, d: float, t: float, n: float) -> float:
         new = mix.mean_input - float(np.dot(mix.weights, cached_tokens(rt, np.asarray(mix.inputs, dtype=float))))
         tokens = n * new
         steps = np.ceil(tokens / budget)
-        prefill = steps * float(sm.price(uniform_prompts(m, mix, tokens / steps, rt)).time)
+        pre = with_towers(sm.dep, sm.price(uniform_prompts(m, mix, tokens / steps, rt)), mix, n * mix.images / steps)
+        prefill = steps * float(pre.time)
         order = np.argsort(mix.outputs)
         outs = np.asarray(mix.outputs)[order]
         alive = n * (1 - np.concatenate([[0.0], np.cumsum(np.asarray(mix.weights)[order])[:-1]]))
@@ -182,7 +188,7 @@ def uniform_prompts(m, mix: Mix, tokens: float, rt=None):
 
 def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, output_len: int = 256,
                    num_requests: int = 10_000, lengths: Mix | None = None, concurrency: int | None = None,
-                   **deployment_kwargs) -> MaxThroughput:
+                   images: int = 0, **deployment_kwargs) -> MaxThroughput:
     """Find the decode batch that maximizes output tokens/s (see module docstring) under the
     deployment's engine as it runs an offline benchmark (``Deployment.offline_runtime``: its KV rule,
     block size, reservation, token budget and running-sequence cap, and the limits its benchmark
@@ -190,7 +196,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     (``engine=``, ``engine_options=`` included). ``lengths``: a length mix (workloads/lengths.py: a
     distribution, trace or dataset profile) in place of fixed ``input_len``/``output_len``. ``concurrency``: the
     benchmark's cap on requests in flight (module docstring: it wins over the engine's cap and the request
-    count)."""
+    count). ``images``: images per request of a multimodal checkpoint (module docstring)."""
     dep = deployment or make_deployment(**deployment_kwargs)
     for name, v, low in (("input_len", input_len, 1), ("output_len", output_len, 2), ("num_requests", num_requests, 1)):
         if v < low:
@@ -202,6 +208,8 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
                      f"{concurrency:,} requests issued, one per slot")
         num_requests = concurrency
     mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
+    text_input, mix = mix.mean_input, with_images(dep.model, mix, images)
+    notes += images_notes(dep, mix, text_input)
     input_len, output_len = mix.mean_input, mix.mean_output
     rt = bench_limits(dep, offline_runtime(dep), mix)
     m, par = dep.model, dep.par

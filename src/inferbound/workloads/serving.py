@@ -43,7 +43,9 @@ the rest queue: requests/s X = C_max/E2E, each client's cycle is N_r/X (Little),
 W = N_r/X − Z − E2E is added to TTFT and E2E. Little's law, X·(E2E + Z) = N_r, holds by construction.
 
 Percentiles are over the length classes (a fixed-length workload has one value); step-to-step and
-arrival variation is not modelled here: ``inferbound simulate`` gives the tails. Power per GPU:
+arrival variation is not modelled here: ``inferbound simulate`` gives the tails. Images (``images`` per
+request, images.py): their tokens join every prompt and the towers' pass the prefill work (steady_state),
+and arrivals are treated as random (the wave model prices text prompts). Power per GPU:
 b·P(step) + (1 − b)·P_idle (energy.power_w). ``error_bands``: the calibration's serving bands per figure
 (deploy/bands.py), the ones the simulator's results carry.
 """
@@ -62,6 +64,7 @@ from ..base.datafiles import data_yaml
 from . import multistep, steady_state, streaming
 from .closed_loop import ClosedLoop, Waves
 from .features import Features
+from .images import images_notes, with_images
 from .lengths import Mix, describe
 from .max_throughput import MAX_THROUGHPUT_GRID
 
@@ -201,6 +204,9 @@ class _Replica:
 def _wave_reason(dep: Deployment, mix: Mix, clients: float, think_time: float) -> str | None:
     """Why the closed loop's wave model (closed_loop.py) does not apply, or None when it does."""
     rt = dep.runtime
+    if mix.images:
+        return (f"images={mix.images} per request: the closed loop's wave model prices text prompts without the "
+                f"towers' pass, so arrivals are treated as random (steady state, workloads/images.py)")
     if think_time > 0:
         return (f"think time {think_time:g} s: clients think exponential times (as inferbound simulate draws them) and "
                 f"desynchronize, so arrivals are treated as random (steady state), not as waves")
@@ -283,11 +289,13 @@ def _from_waves(dep: Deployment, r: "_Replica", mix: Mix, concurrency: int, requ
 
 def serving(deployment: Deployment | None = None, rate: float | None = None, concurrency: int | None = None,
             think_time: float = 0.0, input_len: float = 1024, output_len: float = 256, lengths: Mix | None = None,
-            requests: int | None = None, **deployment_kwargs) -> ServingEstimate:
+            requests: int | None = None, images: int = 0, **deployment_kwargs) -> ServingEstimate:
     """The steady state of serving at ``rate`` requests/s (open loop) or ``concurrency`` clients (closed
     loop) on the deployment's engine (module docstring). ``lengths``: a length mix in place of fixed
     ``input_len``/``output_len``. ``requests``: the closed loop's run of prompts (``vllm bench serve
-    --num-prompts``; default data/closed_loop.yaml), whose first wave its means include."""
+    --num-prompts``; default data/closed_loop.yaml), whose first wave its means include. ``images``: images
+    per request of a multimodal checkpoint (workloads/images.py): ``input_len`` of the result is text + image
+    tokens."""
     dep = deployment or make_deployment(**deployment_kwargs)
     if (rate is None) == (concurrency is None):
         raise ValueError("give exactly one of rate (requests/s, open loop) or concurrency (clients, closed loop)")
@@ -301,11 +309,12 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
     if requests is not None and (isinstance(requests, bool) or int(requests) != requests or requests < 1):
         raise ValueError(f"requests={requests!r} must be an integer >= 1 (the closed loop's number of prompts)")
     mix = lengths if lengths is not None else steady_state.as_mix(input_len, output_len)
+    text_input, mix = mix.mean_input, with_images(dep.model, mix, images)
     reps = dep.par.replicas
     closed = concurrency is not None
     clients = concurrency / reps if closed else 0.0
     r = _Replica(dep, mix, closed, clients, think_time)
-    notes = list(mix.notes) + list(dep.warnings)
+    notes = list(mix.notes) + list(dep.warnings) + images_notes(dep, mix, text_input)
     if closed:
         why = _wave_reason(dep, mix, clients, think_time)
         run = float(requests or default_requests())

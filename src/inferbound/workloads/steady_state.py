@@ -48,6 +48,10 @@ k + 1 tokens of the budget (D·(k + 1 + τ·p·Ñ) ≤ B·groups) and k more KV 
 passes and its KV; with prefix hits a prompt prefills N = I − P new tokens (Ñ = Σ w N) and a shared
 prefix is held once per attention group (K less its copy, H_c less its tokens); a host KV tier adds its
 pool to K in the KV cap and its reads to the steps.
+
+Images (a multimodal checkpoint, ``Mix.images`` = N per request; images.py): the mix's prompts already
+hold their image tokens; the step kind that carries prompt chunks adds the towers' pass for the
+λ_s·N/f (prefill-first: λ_s·N/n_pre) images it encodes, and a prompt's own steps add t_tower(N).
 """
 from __future__ import annotations
 
@@ -59,6 +63,7 @@ from ..pricing.energy import power_w
 from ..step.contract import StepLoad, uniform
 from . import multistep
 from .features import Features
+from .images import prompt_tower_seconds, with_towers
 from .lengths import Mix
 from .occupancy import (as_mix, concurrency, decode_shares, held_tokens, kv_per_decoder, kv_sequences,  # noqa: F401
                         mean_context, prompts_per_decode)
@@ -135,14 +140,16 @@ def prompt_steps(sm, decode, context, chunk, prompt: float, cached: float = 0.0,
 
 def prefill_seconds(sm, rt, decode, mix: Mix):
     """Per class: the seconds of its prompt's steps at D = ``decode`` (``prompt_steps``, chunks of
-    B − D/groups), as a list over the mix's classes."""
+    B − D/groups), as a list over the mix's classes; with images, + the towers' pass of its N images
+    (images.py)."""
     groups = sm.dep.par.attention_groups
     dec = np.asarray(decode, dtype=float)
     fx = Features(sm.dep, rt, mix)
     chunk = np.maximum(rt.token_budget - dec * fx.tokens_per_decode() / groups, 1.0)
     ctx = decode_context(mix)
     out = [prompt_steps(sm, dec, ctx, chunk, n, c, fx)[0] for n, c in zip(fx.new, fx.cached)]
-    return [s + fx.reload_wait(j, s) for j, s in enumerate(out)]  # a host hit's own load (offload.py)
+    tower = prompt_tower_seconds(sm.dep, mix)
+    return [s + fx.reload_wait(j, s) + tower for j, s in enumerate(out)]  # a host hit's own load (offload.py)
 
 
 @dataclass
@@ -211,6 +218,8 @@ def _steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
       and n_pre = max(λ_s·Ī/(groups·B), min(λ_s, 1)·Σ w n) prefill steps per decode step carry the
       prompts (one at a time when fewer than one arrives per step, batched up to the budget when more).
     - Decode-only pools: one kind.
+    - Images (``mix.images`` = N): the prefill-carrying kind adds the towers' pass for its λ_s·N/f
+      (prefill-first: λ_s·N/n_pre) images (images.py).
     """
     m = sm.dep.model
     dec = np.asarray(decode, dtype=float)
@@ -244,7 +253,7 @@ def _steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
                                        lam * i_bar / np.maximum(groups * budget - dec * per_dec, 1.0)))
         pre_load = dec_load + _prefill_load(m, mix, chunks, dec * 0 + 1.0, lam / f, fx)
         draft_pre = None if dm is None else _prefill_load(dm, mix, chunks, dec * 0 + 1.0, lam / f, fx)
-        pre = finish(sm.price(pre_load), dec, draft_dec, draft_pre)
+        pre = with_towers(sm.dep, finish(sm.price(pre_load), dec, draft_dec, draft_pre), mix, lam * mix.images / f)
         return Steps([1.0 - f, f], [dec_cost, pre], dec_cost, tau)
     chunks = _chunks(mix, float(budget) if rt.chunked_prefill else np.inf, new)
     n_pre = np.maximum(lam * i_bar / (groups * budget),
@@ -252,6 +261,7 @@ def _steps(sm, rt, decode, mix: Mix, decode_only: bool = False) -> Steps:
     pre = sm.price(_prefill_load(m, mix, chunks, 1.0, lam / n_pre, fx))
     if dm is not None:
         pre = finish(pre, dec * 0, None, _prefill_load(dm, mix, chunks, 1.0, lam / n_pre, fx))
+    pre = with_towers(sm.dep, pre, mix, lam * mix.images / n_pre)
     return Steps([np.ones_like(dec), n_pre], [dec_cost, pre], dec_cost, tau)
 
 
