@@ -131,3 +131,24 @@ def test_taken_by_counts_the_blocks_by_hand():
         bs, steps = int(rng.integers(1, 33)), int(rng.integers(1, 400))
         first = rng.integers(0, 3 * bs, int(rng.integers(1, 40))).astype(float)
         assert taken_by(first, bs, steps) == sum(blocks_per_step(first, bs, steps))
+
+
+def test_table_prices_equal_the_array_prices(sm):
+    """StepModel.decode_run_table (the prices of (n, D) kept by content) gives decode_run_array's floats (==) on
+    runs that share blocks and runs that cross them, and None past TABLE_SEQS sequences or for a window kind."""
+    from inferbound.step.table_scalar import TABLE_BLOCK, TABLE_SEQS
+    rng = np.random.default_rng(18)
+    windowed = any(k[0] != "full" for k in sm._kinds)
+    for n in (1, 2, 5, TABLE_SEQS):
+        for _ in range(6):
+            ctx = rng.integers(1, 3000, n).astype(float)
+            at = sm.decode_run_table(ctx)
+            if windowed:
+                assert at is None
+                continue
+            prices = sm.decode_run_array(ctx)
+            s0, m = int(rng.integers(0, 600)), int(rng.integers(1, 2 * TABLE_BLOCK + 3))
+            d, w = at(s0, m)
+            d_ref, w_ref = prices(np.arange(s0, s0 + m, dtype=float))
+            assert np.array_equal(d, d_ref) and np.array_equal(w, w_ref), (n, s0, m)
+    assert sm.decode_run_table(np.full(TABLE_SEQS + 1, 100.0)) is None

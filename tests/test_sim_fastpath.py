@@ -151,6 +151,43 @@ def test_blocks_per_step_by_hand():
     assert blocks_per_step(np.array([1.0, 3.0, 1.0]), 4, 9) == [0, 2, 0, 1, 0, 2, 0, 1, 0]
 
 
+
+def test_phases_by_hand():
+    """decode_run's _Phases: the r_j read once. Block size 4, r = 0, 2, 3, 2 (every r < bs): hist = 1 0 2 1, so
+    a_s = hist[s mod 4] = 1 0 2 1 1 0 2 1 1 0 and the first k steps take 0 1 1 3 4 5 5 7 8 9 9 blocks
+    (⌊k/4⌋·4 + Σ_i<(k mod 4) hist[i]); r = 0, 2, 5 (one r >= bs): no histogram, the same lists as
+    blocks_per_step and taken_by; a negative r (blocks short of the cached tokens): None."""
+    from inferbound.sim.decode_run import _Phases, taken_by
+    tight = _Phases.of(np.array([0.0, 2.0, 3.0, 2.0]), 4)
+    assert tight.hist == [1, 0, 2, 1]
+    assert tight.per_step(10) == [1, 0, 2, 1, 1, 0, 2, 1, 1, 0]
+    assert [tight.taken(k) for k in range(11)] == [0, 1, 1, 3, 4, 5, 5, 7, 8, 9, 9]
+    assert tight.fitting(10, 9, False) == (None, 10)  # all 9 blocks of the 10 steps fit 9 free ones
+    cum, steps = tight.fitting(10, 4, False)  # 9 blocks for 10 steps, 4 free: steps 0..3 take 1, 1, 3, 4
+    assert cum.tolist() == [1, 1, 3, 4, 5, 5, 7, 8, 9, 9] and steps == 4
+    loose = _Phases.of(np.array([0.0, 2.0, 5.0]), 4)
+    assert loose.hist is None and loose.per_step(10) == [1, 0, 1, 0, 1, 1, 1, 0, 1, 1]
+    assert [loose.taken(k) for k in range(11)] == [0, 1, 1, 2, 2, 3, 4, 5, 5, 6, 7]
+    assert _Phases.of(np.array([3.0, -1.0]), 4) is None
+    rng = np.random.default_rng(4)
+    for _ in range(50):  # the histogram's integers equal blocks_per_step's and taken_by's on random runs
+        bs, steps = int(rng.integers(1, 33)), int(rng.integers(1, 400))
+        first = rng.integers(0, bs, int(rng.integers(1, 40))).astype(float)
+        ph = _Phases.of(first, bs)
+        assert ph.hist is not None and ph.per_step(steps) == blocks_per_step(first, bs, steps)
+        assert ph.taken(steps) == taken_by(first, bs, steps)
+
+
+def test_replicas_of_one_deployment_share_one_step_model(dep8b):
+    """sim/event_loop.step_model_of keeps one StepModel per (deployment, tokens): equal deployments (a fleet
+    pool's replicas, repeated simulations) get the same object; another size or deployment another."""
+    from inferbound.sim.event_loop import step_model_of
+    a = step_model_of(dep8b, 8192)
+    assert step_model_of(make_deployment(model="llama-3.1-8b", gpu="h100_sxm"), 8192) is a
+    assert step_model_of(dep8b, 4096) is not a
+    assert step_model_of(make_deployment(model="llama-3.1-8b", gpu="a100_80gb_sxm"), 8192) is not a
+
+
 def test_run_stops_where_the_pool_runs_out(dep8b):
     """A run takes its blocks through one BlockManager.allocate and stops before the step that would take
     more than are free (that step then preempts, step by step)."""

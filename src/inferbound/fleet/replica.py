@@ -20,10 +20,9 @@ import numpy as np
 from ..deploy.deployment import Deployment
 from ..deploy.topology import pcie_link
 from ..sim.blocks import BlockManager, block_bytes_per_gpu
-from ..sim.event_loop import Run, SimConfig, _check_fits, replica_extras
+from ..sim.event_loop import Run, SimConfig, _check_fits, replica_extras, step_model_of
 from ..sim.ledger import Ledger
 from ..sim.scheduler import Replica
-from ..step.table import StepModel
 from ..workloads.requests import Request
 from .itl import GapHistogram, exact_gaps
 
@@ -75,7 +74,7 @@ class ReplicaRun:
     def __init__(self, dep: Deployment, cfg: SimConfig, index: int = 0, steps: bool = True):
         self.dep, self.cfg = dep, cfg
         self.ledger = Ledger([]) if steps else LeanLedger([])
-        sm = StepModel(dep, cfg.max_num_batched_tokens)
+        sm = step_model_of(dep, cfg.max_num_batched_tokens)  # one per pool's deployment, shared by its replicas
         block_bytes = block_bytes_per_gpu(dep, cfg.block_size)
         swap_s = block_bytes / pcie_link(dep.gpu).effective_bw if cfg.preemption == "swap" else 0.0
         self.rep = Replica(index, sm, BlockManager(cfg.num_blocks, cfg.block_size), self.ledger, cfg, swap_s,

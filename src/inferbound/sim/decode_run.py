@@ -20,11 +20,15 @@ Step s's time and power are StepModel prices at contexts c_j + s. On the step mo
 expected to be long (the horizon at least SHORT_RUN of the replica's last steps away, more than SHORT_RUN steps
 to go) is priced in one numpy evaluation per chunk by ``StepModel.decode_run_array``, the vectorized twin of
 ``StepModel.decode_run``'s scalar closure: the same per-run constants and float operations, the same floats
-(tests/test_decode_run_vector_parity.py); a short one step by step by that closure (the tables read once for
+(tests/test_decode_run_vector_parity.py), read for a small batch from ``StepModel.decode_run_table`` (those
+floats kept by content, per n sequences and decode pairs D: a fleet replica meets the same (n, D) run after
+run); a short one step by step by that closure (the tables read once for
 the run's n, the decode sums D_0 + n·s), the floats of ``StepModel.step`` itself
 (tests/test_sim_scalar_parity.py). Its step ends are one np.add.accumulate from the run's start (left to right,
 e_s = e_{s−1} + t_s, as the event loop meets them), its blocks per step a cumulative sum where the ledger keeps
-samples or the blocks may run out, else only their total (``taken_by``). On the general path (pipeline stages,
+samples or the blocks may run out, else only their total (``taken_by``); the r_j are read once per run
+(:class:`_Phases`: where every r_j < bs, as a histogram, from which a_s and their sums are Python integers). On
+the general path (pipeline stages,
 state-space layers, grid tables) the first SCALAR_STEPS are priced by ``StepModel.step``, as the step-by-step
 path, and the rest in one vectorized ``StepModel.price`` over the run's steps (of_sequences' decode-only load
 with the steps on an axis: per attention kind the pairs and the cached tokens read are both Σ_j kind_reads(c_j
@@ -67,19 +71,60 @@ def blocks_per_step(first: np.ndarray, bs: int, steps: int) -> list[int]:
     return _blocks(first, bs, steps).tolist()
 
 
-def _fitting(first: np.ndarray, bs: int, steps: int, free: int, keeps_samples: bool):
-    """(cum, steps): the cumulative blocks per step (None when neither the samples nor the pool need them: every
-    step's blocks fit) and the steps whose blocks fit the ``free`` ones (Σ a nondecreasing: a search)."""
-    if not keeps_samples and taken_by(first, bs, steps) <= free:
-        return None, steps
-    cum = np.cumsum(_blocks(first, bs, steps))
-    return cum, min(steps, int(np.searchsorted(cum, free, side="right")))
-
-
 def taken_by(first: np.ndarray, bs: int, k: int) -> int:
     """Σ_s<k a_s, the blocks steps 0..k−1 take: sequence j takes one at r_j, r_j + bs, ... (module docstring),
     so max(0, ⌊(k − 1 − r_j)/bs⌋ + 1) of them (whole numbers, integer floor division)."""
     return int(np.add.reduce(np.maximum((k - 1 - first.astype(np.int64)) // bs + 1, 0)))
+
+
+class _Phases:
+    """The r_j of a run's sequences (module docstring) read once: ``first`` (floats), their whole numbers ``r``
+    and, in the usual state where every r_j < bs (each sequence's blocks hold just its cached tokens), their
+    histogram ``hist`` (hist[i] = #{j : r_j = i}, i < bs), from which a_s = hist[s mod bs] and
+    Σ_s<k a_s = ⌊k/bs⌋·n + Σ_i<(k mod bs) hist[i] follow in Python integers (the same whole numbers as
+    :func:`blocks_per_step` and :func:`taken_by`, without an array of the run's steps); ``hist`` None else."""
+
+    __slots__ = ("first", "r", "hist", "n", "bs")
+
+    def __init__(self, first: np.ndarray, r: np.ndarray, counts: np.ndarray, bs: int):
+        self.first, self.r, self.n, self.bs = first, r, int(r.size), bs
+        if counts.size <= bs:  # max r_j < bs
+            hist = counts.tolist()
+            self.hist = hist + [0] * (bs - len(hist))
+        else:
+            self.hist = None
+
+    @classmethod
+    def of(cls, first: np.ndarray, bs: int):
+        """The phases of ``first``, or None when some r_j < 0 (blocks short of the cached tokens: not a run's
+        state)."""
+        r = first.astype(np.int64)
+        try:
+            counts = np.bincount(r)
+        except ValueError:  # a negative r_j (np.bincount takes none)
+            return None
+        return cls(first, r, counts, bs)
+
+    def per_step(self, steps: int) -> list[int]:
+        """:func:`blocks_per_step`."""
+        if self.hist is not None:
+            return (self.hist * -(-steps // self.bs))[:steps]
+        return _blocks(self.first, self.bs, steps).tolist()
+
+    def taken(self, k: int) -> int:
+        """:func:`taken_by`."""
+        if self.hist is not None:
+            q, m = divmod(k, self.bs)
+            return q * self.n + sum(self.hist[:m])
+        return taken_by(self.first, self.bs, k)
+
+    def fitting(self, steps: int, free: int, keeps_samples: bool):
+        """(cum, steps): the cumulative blocks per step (None when neither the samples nor the pool need them:
+        every step's blocks fit) and the steps whose blocks fit the ``free`` ones (Σ a nondecreasing: a search)."""
+        if not keeps_samples and self.taken(steps) <= free:
+            return None, steps
+        cum = np.cumsum(_blocks(self.first, self.bs, steps))
+        return cum, min(steps, int(np.searchsorted(cum, free, side="right")))
 
 
 def _blocks(first: np.ndarray, bs: int, steps: int) -> np.ndarray:
@@ -178,7 +223,7 @@ def _fast_steps(run: _Run, price, stop: int, horizon: float, per, free: int, n: 
 
 def _array_steps(run: _Run, prices, stop: int, horizon: float, cum, n: float, index: float, used0: float,
                  last: float, chunks: list, ledger_keeps_samples: bool = True) -> float:
-    """Steps run.s..stop−1 priced by ``prices`` (StepModel.decode_run_array) in one evaluation per chunk, each
+    """Steps run.s..stop−1 priced by ``prices(s, m)`` (steps s..s+m−1: :func:`_run_prices`) in one evaluation per chunk, each
     starting before ``horizon`` (the first always); ``last``: a recent step's duration (the chunk's length is
     (horizon − e)/last + 1, another chunk follows where that falls short); returns the last step's. The step ends are
     one np.add.accumulate from run.e (e_s = e_{s−1} + t_s left to right, as _fast_steps adds them), busy time
@@ -189,14 +234,14 @@ def _array_steps(run: _Run, prices, stop: int, horizon: float, cum, n: float, in
         m = stop - s
         if horizon != np.inf:  # steps grow with context: (horizon − e)/last step is enough to pass it
             m = min(m, max(int((horizon - run.e) / last), 0) + 1)
-        d, w = prices(np.arange(s, s + m, dtype=float))
+        d, w = prices(s, m)
         acc = np.empty((3, m + 1))  # rows: step ends, busy time, energy, each summed left to right
         acc[:, 0] = run.e, run.busy, run.energy
         acc[0, 1:] = acc[1, 1:] = d
         np.multiply(w, d, out=acc[2, 1:])
         np.add.accumulate(acc, axis=1, out=acc)
         ends = acc[0]
-        k = m if horizon == np.inf else 1 + int(np.searchsorted(ends[1:m], horizon, side="left"))
+        k = m if horizon == np.inf else 1 + int(ends[1:m].searchsorted(horizon, side="left"))
         rows = None
         if keep:
             rows = np.empty((k, 9))  # ledger.SAMPLE_FIELDS
@@ -208,6 +253,19 @@ def _array_steps(run: _Run, prices, stop: int, horizon: float, cum, n: float, in
         if cum is not None:
             run.taken = int(cum[s + k - 1])
     return last
+
+
+def _run_prices(sm, ctx: np.ndarray):
+    """``prices(s, m)``: (seconds, watts per GPU) arrays of steps s..s+m−1 of the run at contexts ``ctx``, from
+    StepModel.decode_run_table where it applies (small batches: their (n, D) prices kept by content), else
+    StepModel.decode_run_array (the same floats); None on the general path."""
+    at = sm.decode_run_table(ctx)
+    if at is not None:
+        return at
+    arr = sm.decode_run_array(ctx)
+    if arr is None:
+        return None
+    return lambda s, m: arr(np.arange(s, s + m, dtype=float))
 
 
 def decode_run(rep, t: float, horizon: float, burst: int = 0):
@@ -230,11 +288,12 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     if burst:
         horizon = float("inf")
     ctx = dec.cached[:n]
-    first = None
+    first = None  # the sequences' r_j as _Phases
     bs = pool.block_size
     if not rep.reserve_full:  # (reserve_full: every block was taken at admission)
-        first = (dec.blocks[:n] + dec.depth[:n]) * bs - ctx if dec.deep else dec.blocks[:n] * bs - ctx
-        if float(np.minimum.reduce(first)) < 0:  # blocks short of the cached tokens: not a run's state
+        first = _Phases.of((dec.blocks[:n] + dec.depth[:n]) * bs - ctx if dec.deep else dec.blocks[:n] * bs - ctx,
+                           bs)
+        if first is None:  # blocks short of the cached tokens: not a run's state
             return None
     free = pool.free
     run = _Run(t, rep.busy_s, rep.energy_j_per_gpu)
@@ -244,28 +303,28 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     if rep.pricer.spec is None and rep.sm._scalar is not False:  # StepModel's scalar path (None: not built yet)
         last = rep.last_d  # the replica's last step: how many of this run's steps its horizon leaves, roughly
         if last > 0.0 and steps > SHORT_RUN and (horizon == np.inf or (horizon - t) / last >= SHORT_RUN):
-            prices = rep.sm.decode_run_array(ctx)  # a long run: every step in one array evaluation
+            prices = _run_prices(rep.sm, ctx)  # a long run: every step in one array evaluation
         if prices is None:
             fast = rep.sm.decode_run(ctx)
     if prices is not None or fast is not None:
         if first is not None and prices is not None:  # Σ a nondecreasing: the steps whose blocks fit
-            cum, steps = _fitting(first, bs, steps, free, ledger.keeps_samples)
+            cum, steps = first.fitting(steps, free, ledger.keeps_samples)
             if steps == 0:
                 return None
         if prices is not None:
             last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
                                 ledger.keeps_samples)
         else:  # the first step by the run's scalar closure (step's own numbers), ...
-            per = None if first is None else blocks_per_step(first, bs, steps)
+            per = None if first is None else first.per_step(steps)
             _fast_steps(run, fast, 1, horizon, per, free, n_f, index, used0)
             if run.s == 0:
                 return None
             last = run.samples[1]
             if run.s < steps and run.e < horizon:  # ... the rest one by one if few, else in one array evaluation
                 if horizon == np.inf or (horizon - run.e) / last >= SHORT_RUN and steps - run.s > SHORT_RUN:
-                    prices = rep.sm.decode_run_array(ctx)
+                    prices = _run_prices(rep.sm, ctx)
                     if first is not None:
-                        cum, steps = _fitting(first, bs, steps, free, ledger.keeps_samples)
+                        cum, steps = first.fitting(steps, free, ledger.keeps_samples)
                     last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
                                         ledger.keeps_samples)
                 else:
@@ -274,9 +333,9 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     if prices is not None or fast is not None:
         rep.last_d = last
         if prices is not None and cum is None and first is not None:  # every step's blocks fit: Σ of them
-            run.taken = taken_by(first, bs, run.s)
+            run.taken = first.taken(run.s)
     else:
-        per = None if first is None else blocks_per_step(first, bs, steps)
+        per = None if first is None else first.per_step(steps)
         price, mode = rep.pricer.price, "stream" if t == rep.last_end else "isolated"
         limit = min(steps, SCALAR_STEPS)
         while run.s < limit and (not run.s or run.e < horizon):
@@ -295,8 +354,8 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     k = run.s
     if run.taken:  # each sequence then holds max(H_j, ⌈(c_j + k)/bs⌉) blocks, prefix depth included
         pool.allocate(run.taken)
-        if k <= bs and float(np.maximum.reduce(first)) < bs:  # one block at most: the one of step r_j < k
-            dec.blocks[:n] += first < k
+        if k <= bs and first.hist is not None:  # one block at most: the one of step r_j < k (every r_j < bs)
+            dec.blocks[:n] += first.r < k
         else:
             want = np.ceil((ctx + k) / bs)
             if dec.deep:

@@ -44,6 +44,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from ..base.caches import cache
 from ..deploy.deployment import Deployment
 from ..deploy.offload import host_link
 from ..deploy.speculative import drafter_for
@@ -109,6 +110,18 @@ class Run:
     in_system_area: float  # ∫ (requests in system) dt over [start, end]
     link: Link | None = None
     transfer_s: list[float] = field(default_factory=list)
+
+
+_STEP_MODELS = cache("simulator step models", 16)
+
+
+def step_model_of(dep: Deployment, max_tokens: int) -> StepModel:
+    """The simulator's StepModel of ``dep`` tabulated to ``max_tokens`` tokens, kept by content (base/caches.py):
+    equal deployments share one (a step model holds tables of its deployment only, and its decode-run price
+    table by content, step/table_scalar.py), so a fleet's replicas of one pool and repeated simulations of one
+    deployment build the tables once."""
+    key = int(max_tokens)
+    return _STEP_MODELS.get_or((dep, key), lambda: StepModel(dep, key))
 
 
 def kv_link(dep: Deployment) -> Link:
@@ -196,7 +209,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
     source = source or OpenLoop()
     ledger = Ledger(source.order(requests))
     source.start(ledger)
-    step_model = StepModel(dep, cfg.max_num_batched_tokens)
+    step_model = step_model_of(dep, cfg.max_num_batched_tokens)
     block_bytes = block_bytes_per_gpu(dep, cfg.block_size)
     swap_s = block_bytes / pcie_link(dep.gpu).effective_bw if cfg.preemption == "swap" else 0.0
     extras = replica_extras(dep, cfg, block_bytes)
@@ -210,7 +223,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
         d_dep, d_cfg = decode if decode is not None else (dep, cfg)
         if decode is not None:
             _check_fits(requests, d_cfg)
-            d_sm = StepModel(d_dep, d_cfg.max_num_batched_tokens)
+            d_sm = step_model_of(d_dep, d_cfg.max_num_batched_tokens)
             d_bb = block_bytes_per_gpu(d_dep, d_cfg.block_size)
             d_swap = d_bb / pcie_link(d_dep.gpu).effective_bw if d_cfg.preemption == "swap" else 0.0
             d_extras = replica_extras(d_dep, d_cfg, d_bb)

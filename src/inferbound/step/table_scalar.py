@@ -29,6 +29,10 @@ from ..pricing.kernel_pricing import attention_consts
 from ..pricing.roofline import WORK_KEYS, attention_dtype, roof
 from .contract import graph_delta, of_sequences, sequence_sums
 
+TABLE_SEQS = 32  # decode_run_table: runs of at most this many sequences read their step prices from a table
+TABLE_BLOCK = 256  # entries of one table block (consecutive steps of one n and one residue of D mod n)
+TABLE_BLOCKS = 4096  # blocks kept per step model, the oldest dropped first (each 2 × 256 floats: 16 MB at most)
+
 
 class ScalarSteps:
     """The scalar path of a StepModel (module docstring)."""
@@ -86,6 +90,7 @@ class ScalarSteps:
         # the general path: scans need the sequences; grid tables price their curve ops at T
         self._scalar = self.pp == 1 and m.ssm is None and m.indexer is None and self.exact
         self._runs: dict[int, tuple] = {}  # _base of decode-only steps of n sequences (decode_run), by n
+        self._table: dict[tuple, tuple] = {}  # decode_run_table's blocks, by (n, D mod n, block)
 
     def step(self, dec_ctx, chunks=(), mode: str = "stream") -> tuple[float, float]:
         """(seconds, watts per GPU) of a step with decode contexts ``dec_ctx`` and prefill ``chunks``
@@ -249,3 +254,49 @@ class ScalarSteps:
                     np.add.reduce(kind_reads(k, after[None, :] + s[:, None]), axis=1)
             return self._attended_array(base, att, n)
         return prices
+
+    def decode_run_table(self, dec_ctx):
+        """``prices_at(s0, m)`` = :meth:`decode_run_array`'s ``prices(np.arange(s0, s0 + m))``, read from a table
+        kept by content. With one full-attention kind a decode-only step of n sequences is priced from n and its
+        decode pairs D = D_0 + n·s alone (:meth:`_base` at T = S = n; D = Σ_j (c_j + 1) + n·s), so the price of
+        (n, D) is one value whatever run it comes from: D = ρ + n·q with ρ = D_0 mod n and q = ⌊D_0/n⌋ + s, and
+        the table holds, per (n, ρ, ⌊q/TABLE_BLOCK⌋), :meth:`_attended_array` over that block's TABLE_BLOCK
+        values of q, computed the first time a run reaches it (elementwise float operations: each entry is the
+        float ``prices`` gives at that D, tests/test_decode_run_vector_parity.py). A fleet replica's small
+        batches meet the same (n, D) run after run; None for more than TABLE_SEQS sequences (a large batch's
+        D rarely repeats), another attention kind, or the general path. Arrays returned are read-only views."""
+        run = self._run_base(dec_ctx)
+        if run is None:
+            return None
+        dec, n, base = run
+        kinds = self._kinds
+        if n > TABLE_SEQS or len(kinds) != 1 or kinds[0][0] != "full":
+            return None
+        kind, nf, table, size = kinds[0], float(n), self._table, TABLE_BLOCK
+        d0 = int(np.add.reduce(dec)) + n  # whole numbers: exact
+        rho, q0 = d0 % n, d0 // n
+        attended = self._attended_array
+
+        def block(b: int):
+            key = (n, rho, b)
+            hit = table.get(key)
+            if hit is None:
+                d = rho + nf * np.arange(b * size, (b + 1) * size, dtype=float)  # whole numbers: D exactly
+                t, w = attended(base, {kind: d}, n)
+                t, w = np.broadcast_to(t, d.shape).copy(), np.broadcast_to(w, d.shape).copy()
+                t.flags.writeable = w.flags.writeable = False
+                if len(table) >= TABLE_BLOCKS:
+                    del table[next(iter(table))]
+                hit = table[key] = (t, w)
+            return hit
+
+        def prices_at(s0: int, m: int):
+            lo = q0 + s0
+            b0, b1 = lo // size, (lo + m - 1) // size
+            a = lo - b0 * size
+            if b0 == b1:
+                t, w = block(b0)
+                return t[a:a + m], w[a:a + m]
+            parts = [block(b) for b in range(b0, b1 + 1)]
+            return (np.concatenate([p[0] for p in parts])[a:a + m], np.concatenate([p[1] for p in parts])[a:a + m])
+        return prices_at
