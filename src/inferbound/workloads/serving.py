@@ -164,7 +164,9 @@ class _Replica:
         o = mix.mean_output
         share, rate = (o - 1) / o, None  # decode share of a request's life and arrivals/s, refined below
         for _ in range(_REFINE):
-            d = np.maximum(c / b * share, 1e-9)
+            # the decodes at C, never past the caps' D_max (token budget, KV, max_num_seqs): the refined share can
+            # exceed the first guess (o − 1)/o when TTFT < one decode step, and a step past the budget is not run
+            d = np.clip(c / b * share, 1e-9, self.d_max)
             st = steady_state.steps(self.sm, self.rt, d, mix)
             t = st.per_token("time")
             if rate is None:
