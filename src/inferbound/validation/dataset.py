@@ -107,6 +107,8 @@ class Unreadable:
 
 def _int(raw: dict, key: str, default=None):
     v = (raw.get(key) or "").strip()
+    if v.lower() == "not stated":  # the source does not give it: the row is not predicted (no guessed layout)
+        raise ValueError(f"{key} not stated by the source; allowed: an integer, or blank for the schema default")
     if not v:
         if default is None:
             raise ValueError(f"{key} is blank")
