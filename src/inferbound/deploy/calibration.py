@@ -26,10 +26,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from ..base.caches import cache
-from ..base.datafiles import load_yaml
+from ..base.datafiles import dump_yaml, load_yaml
 from ..hardware import GPU, apply_overrides
 
 ENV = "INFERBOUND_CALIBRATION"
@@ -76,7 +74,7 @@ class Calibration:
                "kernels": self.kernel_factors, "engines": self.engines,
                "global": self.global_factors, "gpus": self.gpus, "serving": self.serving, "bands": self.bands,
                **{k: v for k, v in self.meta.items() if k != "fitted_on"}}
-        return yaml.safe_dump(doc, sort_keys=False)
+        return dump_yaml(doc)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text("# inferbound calibration: fitted efficiency factors and error bands "
@@ -105,7 +103,7 @@ def packaged() -> Calibration | None:
     res = resources.files("inferbound") / "data" / "calibration.yaml"
     if not res.is_file():
         return None
-    return from_dict(load_yaml(res.read_text()), "packaged data/calibration.yaml")
+    return from_dict(load_yaml(res.read_text(), cache="calibration.yaml"), "packaged data/calibration.yaml")
 
 
 def resolve(calibration=None) -> Calibration | None:

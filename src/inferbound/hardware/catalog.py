@@ -43,10 +43,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from inferbound.base.datafiles import load_yaml
+from inferbound.base.datafiles import load_yaml, yaml_error
 from inferbound.base.dtypes import DTYPES
 from inferbound.hardware.precision import peak_flops, resolve_compute_dtype  # noqa: F401  (re-export)
 from inferbound.hardware.prices import LEGACY_KEY, check_prices, merge_builtin_prices, price_fields, read_price, with_price
@@ -223,7 +222,7 @@ def _read_user_file(path: Path, known: frozenset[str]) -> list[dict]:
     """Entries of one user hardware file, checked for shape and unknown keys."""
     try:
         data = load_yaml(path.read_text("utf-8"))
-    except yaml.YAMLError as exc:
+    except yaml_error() as exc:
         raise ValueError(f"hardware file {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if isinstance(data, dict) and "accelerators" in data:
         entries = data["accelerators"]

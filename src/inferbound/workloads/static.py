@@ -29,6 +29,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from ..base.caches import cache
+from ..base.numeric import sorted_unique
 from ..deploy import offload, prefix
 from ..deploy.config import Dtypes, Parallelism
 from ..deploy.deployment import Deployment, make_deployment
@@ -169,7 +170,7 @@ def _no_kv_steps(output_len: int) -> np.ndarray:
     """The decode steps j (1 <= j <= N − 1) at which :func:`no_kv_cache_decode_time` prices the prefix
     (read-only, kept)."""
     n = output_len - 1
-    j = np.unique(np.linspace(1, n, min(n, 64)).round())
+    j = sorted_unique(np.linspace(1, n, min(n, 64)).round())
     j.flags.writeable = False
     return j
 
@@ -193,7 +194,7 @@ def no_kv_cache_decode_time(dep: Deployment, batch, input_len: int, output_len: 
 @lru_cache(maxsize=8)
 def _first_grid(limit: int) -> np.ndarray:
     """The geometric grid of 48 batches that :func:`compute_bound_batch` starts from (read-only, kept)."""
-    grid = np.unique(np.round(np.geomspace(1, limit, 48)))
+    grid = sorted_unique(np.round(np.geomspace(1, limit, 48)))
     grid.flags.writeable = False
     return grid
 
@@ -261,7 +262,7 @@ def compute_bound_batch(dep: Deployment, context, gemm_only: bool = False, limit
             lo = int(grid[hit[0] - 1]) if hit[0] > 0 else lo
         if hi - lo <= 1:
             return hi
-        grid = np.unique(np.round(np.linspace(lo + 1, hi, min(64, hi - lo))))
+        grid = sorted_unique(np.round(np.linspace(lo + 1, hi, min(64, hi - lo))))
 
 
 def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: int = 1024,
