@@ -5,12 +5,12 @@ column of MLCommons' processed pickle)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
 
+from _scripts import load_benchmark
 from inferbound.base.datafiles import data_yaml
 from inferbound.workloads.lengths import from_dataset
 
@@ -64,10 +64,7 @@ def test_classes_are_the_prompts_in_sixteen_equal_parts():
 
 
 def test_the_script_prints_the_profile(capsys):
-    spec = importlib.util.spec_from_file_location("openorca_profile", ROOT / "benchmarks" / "openorca_profile.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.main(FILE)
+    load_benchmark("openorca_profile").main(FILE)
     out = capsys.readouterr().out
     p = profile()
     assert f"    input_mean: {p['input_mean']:.1f}\n" in out and f"    input_std: {p['input_std']:.1f}\n" in out

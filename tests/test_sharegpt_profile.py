@@ -5,7 +5,6 @@ sharegpt_8k_filtered_stats_llama2_tokenizer.csv, Llama-2 tokenizer, prompt + out
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _scripts import load_benchmark
 from inferbound.base.datafiles import data_yaml
 from inferbound.cli import app
 from inferbound.workloads.lengths import dataset_names, from_dataset
@@ -84,10 +84,7 @@ def test_classes_equal_the_file_grouped_by_hand():
 
 
 def test_the_script_prints_the_profile(capsys):
-    spec = importlib.util.spec_from_file_location("sharegpt_profile", ROOT / "benchmarks" / "sharegpt_profile.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.main(FILE)
+    load_benchmark("sharegpt_profile").main(FILE)
     out = capsys.readouterr().out
     p = profile()
     for key in ("input_mean", "output_mean", "input_std", "output_std"):
