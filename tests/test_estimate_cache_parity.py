@@ -126,3 +126,15 @@ def test_estimate_from_names_equal_cold_and_warm(kwargs):
     cold = ib.estimate(ib.make_deployment(**kwargs), batch=8, input_len=1000, output_len=200).to_dict()
     warm = ib.estimate(ib.make_deployment(**kwargs), batch=8, input_len=1000, output_len=200).to_dict()
     assert warm == cold
+
+
+def test_kept_runtime_is_dropped_when_the_engine_catalog_is_reloaded():
+    """The kept pieces hold the catalog they were resolved against: a reloaded catalog resolves anew."""
+    from inferbound.deploy.engines import load_engines
+    from inferbound.deploy.deployment import make_deployment
+    a = make_deployment("llama-3.1-8b", "h100_sxm")
+    b = make_deployment("llama-3.1-8b", "h100_sxm")
+    assert b.runtime is a.runtime  # kept (same catalog object)
+    load_engines.cache_clear()
+    c = make_deployment("llama-3.1-8b", "h100_sxm")
+    assert c.runtime is not a.runtime and c.runtime == a.runtime

@@ -21,7 +21,7 @@ from ..hardware.whatif import note as whatif_note, parse_scales, scale_gpu
 from ..model import ModelSpec, load_model
 from .layout import check_layout
 from .memory_terms import weight_bytes_per_gpu
-from .engines import engine_note, platform_notes
+from .engines import engine_note, load_engines, platform_notes
 from .runtime import Runtime, kv_capacity_bytes, profile_of, resolve
 
 
@@ -53,7 +53,8 @@ def validated(cls, **fields):
 
 
 #: (weights per GPU, Runtime, KV bytes per GPU) of a deployment, keyed by its content (its equality: model, GPU,
-#: layout, dtypes, compute dtype, calibration content, engine, engine options, notes); all three are pure
+#: layout, dtypes, compute dtype, calibration content, engine, engine options, notes) with the engine catalog they
+#: were resolved against; all three are pure
 #: functions of those fields, so an equal deployment built again (a name resolved anew) derives nothing
 _DERIVED = cache("deployment runtime pieces", 4096)
 
@@ -87,11 +88,17 @@ class Deployment:
         put(self, "calibration_key", content_key(self.calibration))
         put(self, "_hash", hash((self.model, gpu_key(self.gpu), self.par, self.dtypes, self.compute_dtype,
                                  self.calibration_key, self.engine, self.engine_options, self.notes)))
-        derived = _DERIVED.get(self)  # an equal deployment's figures (keyed by this one's content)
+        # an equal deployment's figures (keyed by this one's content), kept while the parsed engine catalog is the
+        # same object (a reloaded catalog may say otherwise, as engines.resolve_version checks too)
+        catalog = load_engines()
+        hit = _DERIVED.get(self)
+        derived = hit[1] if hit is not None and hit[0] is catalog else None
         if derived is None:
             put(self, "weight_bytes_per_gpu", float(weight_bytes_per_gpu(self.model, self.dtypes, self.par)))
             rt = resolve(self, self.engine, **dict(self.engine_options))  # one-line errors at the edge
-            derived = _DERIVED.get_or(self, lambda: (self.weight_bytes_per_gpu, rt, kv_capacity_bytes(self, rt)))
+            derived = (self.weight_bytes_per_gpu, rt, kv_capacity_bytes(self, rt))
+            _DERIVED.pop(self, None)
+            _DERIVED.get_or(self, lambda: (catalog, derived))
         put(self, "weight_bytes_per_gpu", derived[0])
         put(self, "runtime", derived[1])
         put(self, "kv_capacity_bytes", derived[2])
