@@ -5,7 +5,8 @@ The length-mix rule (used by predict.py for an open-loop row whose lengths are a
 a dataset profile's measured classes, data/datasets.yaml):
 
 - arrivals: ``n`` Poisson arrivals at ``rate`` as workloads/requests.poisson draws them (seed ``seed``; the
-  realized rate is the nominal one), the same times a fixed-length run of that seed has;
+  realized rate is the nominal one), the same times a fixed-length run of that seed has; rate inf puts every
+  arrival at t = 0 (an offline run, offline_replay.py);
 - shares: class c of weight w_c gets k_c requests, the largest-remainder rounding of w_c·n: k_c = ⌊w_c·n⌋,
   then the n − Σ⌊w_c·n⌋ left over go one each to the classes with the largest fractional parts w_c·n − ⌊w_c·n⌋
   (ties: the earlier class). So Σk_c = n and |k_c − w_c·n| < 1: the run holds each class at its share;

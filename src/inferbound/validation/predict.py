@@ -21,6 +21,11 @@ desynchronized benchmark clients; docs/serving.md); percentiles come from the sa
 row whose lengths are several classes (a dataset profile's measured classes) draws each request's lengths
 from them (mix_requests.py), so its p50/p90/p99 are over that distribution; a profile without a cited spread
 (ShareGPT's vLLM filter) stays one class at its means. The row's reason names the distribution used.
+
+Max-throughput rows: the analytic operating point and its finite run (workloads/max_throughput.py); a row that
+states a run of at most offline_replay.REPLAY_MAX_REQUESTS requests over several length classes is replayed in
+the simulator with every prompt at t = 0, its throughput prompts / makespan (offline_replay.py, as vLLM's
+benchmark_throughput computes it), and its reason says so.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ from ..workloads import max_throughput
 from ..workloads.lengths import Mix, dataset_profile, from_classes, from_dataset, from_row_moments
 from .dataset import PERCENTILES, Row
 from .mix_requests import describe_lengths, mix_requests
+from .offline_replay import REPLAY_MAX_REQUESTS, replay_offline, replays
 from .replayed import predict_replayed
 from ..sim import simulate
 from ..workloads.serving import serving
@@ -192,11 +198,19 @@ DEFAULT_OFFLINE_REQUESTS = 3000
 
 def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
     """Metrics of the offline max-throughput operating point (workloads/max_throughput.py); a row's
-    concurrency caps the requests in flight (``max_throughput(concurrency=)``)."""
+    concurrency caps the requests in flight (``max_throughput(concurrency=)``). A stated run of at most
+    offline_replay.REPLAY_MAX_REQUESTS requests over several length classes is replayed in the simulator, all
+    prompts at t = 0 (offline_replay.py: throughput = prompts / makespan, as vLLM's benchmark_throughput)."""
     mix = row_lengths(row)
+    if replays(mix, row.num_requests):
+        return replay_offline(dep, mix, row.num_requests, row.concurrency)
     n = row.num_requests or DEFAULT_OFFLINE_REQUESTS
     r = max_throughput(dep, num_requests=n, lengths=mix, concurrency=row.concurrency)
     n = r.num_requests
+    why = ("its lengths are one class, no spread cited" if len(mix.weights) == 1 else
+           f"{row.num_requests:,} requests > {REPLAY_MAX_REQUESTS:,}") if row.num_requests is not None else ""
+    note = "; ".join((*mix.notes, *([f"not replayed ({why}): the analytic run of {n:,} requests "
+                                     f"(max_throughput.finite_run)"] if why else [])))
     # mean request latency: with a concurrency cap C, Little's law in service, C/X; all n requests issued
     # at t = 0 and none capped, the k-th completes near k/X, a mean of n/(2X)
     in_flight = r.concurrency * dep.par.replicas
@@ -205,7 +219,7 @@ def predict_max_throughput(dep: Deployment, row: Row) -> dict[str, float]:
     return {"output_tok_s": run, "output_tok_s_per_gpu": run / dep.num_gpus,
             "total_tok_s": run * (r.input_len + r.output_len) / r.output_len, "requests_per_s": run / r.output_len,
             "tok_s_per_user": r.tok_s_per_user, "itl_ms": r.step_time_s * 1e3, "tpot_ms": r.step_time_s * 1e3,
-            "e2e_ms": e2e_s * 1e3, "_bound_decode": r.bound}
+            "e2e_ms": e2e_s * 1e3, "_bound_decode": r.bound, "_note": note}
 
 
 def _front_end_ms(dep: Deployment) -> float:
