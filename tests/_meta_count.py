@@ -4,14 +4,17 @@ Shared by tests/test_transformers_wide.py and benchmarks/model_coverage.py (one 
 
 **Parameters**: the elements of the model's ``state_dict`` built by ``AutoModelForCausalLM.from_config``
 on the meta device (no weights, no hub), each tied tensor once, persistent buffers included,
-non-persistent ones (rotary ``inv_freq``) not: the convention of tests/test_model_exact.py.
+non-persistent ones (rotary ``inv_freq``) not: the convention of tests/test_model_exact.py; less the
+tensors a model allocates and never reads (``NEVER_READ``, each with why).
 
 **Cache**: one forward of ``L`` tokens with ``use_cache=True`` on the meta device, in bfloat16 (grouped
 expert matmuls have meta kernels only for bf16). Meta tensors carry shapes and no data, so the cache's
 tensors have the exact shapes a real forward gives; their *elements* are compared, not their bytes
 (a recurrent state may be kept in another dtype than the weights). Window layers keep
 min(L, W - 1) tokens in transformers; with the class defaults' windows (hundreds of tokens and more)
-and L = 12 every layer holds all L tokens, so the count is exact with no convention to subtract.
+and L = 12 every layer holds all L tokens, so the count is exact with no convention to subtract. A model
+that keeps its state on its modules instead of the returned cache (RecurrentGemma: ``OWN_STATE``) is
+given a cache to fill and its modules' state tensors are counted.
 
 **Shrinking**: a class default is a published model (LlamaConfig: Llama-2-7B, DeepseekV3Config:
 DeepSeek-V3, ...). Only its layer count is lowered (to ``MAX_LAYERS``, or a multiple of the family's layer
@@ -89,15 +92,30 @@ def _tensor_elements(value) -> int:
     return 0
 
 
+#: models whose forward builds a cache it does not return and keeps its recurrent state on its modules:
+#: RecurrentGemmaModel.forward makes a DynamicCache for the attention layers (passed in here, so it can be
+#: read) and each RecurrentGemmaRecurrentBlock holds ``conv1d_state``, its RG-LRU ``recurrent_states``
+OWN_STATE = ("recurrent_gemma",)
+
+
 def meta_cache(model, length: int = L) -> CacheCount:
     """Element counts of the cache after one forward of ``length`` tokens on the meta device."""
+    own = getattr(model.config, "model_type", None) in OWN_STATE
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ids = torch.zeros((1, length), dtype=torch.long, device=next(model.parameters()).device)
-        result = model(ids, use_cache=True)
+        if own:
+            from transformers import DynamicCache
+            given = DynamicCache(config=model.config)
+            result = model(ids, use_cache=True, cache=given)
+        else:
+            result = model(ids, use_cache=True)
     out = CacheCount()
+    if own:
+        out.state += sum(_tensor_elements(getattr(mod, attr, None)) for mod in model.modules()
+                         for attr in ("conv1d_state", "recurrent_states"))
     # transformers 5.24 returns the cache as ``cache`` (``past_key_values`` deprecated); RWKV as ``state``
-    cache = getattr(result, "cache", None) or getattr(result, "past_key_values", None)
+    cache = given if own else getattr(result, "cache", None) or getattr(result, "past_key_values", None)
     out.state += _tensor_elements(getattr(result, "state", None))
     # states a model keeps beside the per-layer cache (MiniMax's lightning-attention ``linear_cache``)
     out.state += sum(_tensor_elements(v) for k, v in vars(cache).items() if k != "layers") if cache is not None else 0
@@ -138,10 +156,25 @@ SMALL_FORWARD: dict[str, dict] = {
                                     global_head_dim=32, intermediate_size=128, num_hidden_layers=8, vocab_size=128,
                                     vocab_size_per_layer_input=128, hidden_size_per_layer_input=8, sliding_window=16,
                                     num_kv_shared_layers=2, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # LongcatFlashExperts loops over torch.nonzero hits: 2 blocks (4 MLA cache layers), 4 real + 2 identity experts
+    "longcat_flash": dict(hidden_size=64, num_attention_heads=4, num_layers=2, vocab_size=128, ffn_hidden_size=64,
+                          expert_ffn_hidden_size=32, n_routed_experts=4, zero_expert_num=2, moe_topk=2,
+                          q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8,
+                          head_dim=8),  # the rotary embedding reads head_dim (the class default 64 = its rope dim)
+    # JetMoE's expert dispatch copies routing counts out with .tolist(): 2 layers, 4 experts, top 2, 2 KV heads
+    "jetmoe": dict(hidden_size=64, num_hidden_layers=2, num_key_value_heads=2, kv_channels=16, intermediate_size=32,
+                   num_local_experts=4, num_experts_per_tok=2, vocab_size=128, max_position_embeddings=64),
     "gemma4_unified": dict(text_config=dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                                             global_head_dim=32, intermediate_size=128, num_hidden_layers=8,
                                             vocab_size=128, sliding_window=16, num_kv_shared_layers=2, pad_token_id=0,
                                             bos_token_id=1, eos_token_id=2)),
+}
+#: tensors transformers allocates and never reads, absent from the checkpoint and the engines' weights:
+#: subtracted from the state_dict count, each with why. LongcatFlashExperts' gate_up_proj has E + Z rows
+#: (torch.empty(total_experts, 2·I, d)) but only the first E run (expert_idx >= num_routed_experts is the
+#: identity); meituan-longcat/LongCat-Flash-Chat and vLLM's FusedMoE hold E (model/longcat.py)
+NEVER_READ = {
+    "longcat_flash": lambda c: c.num_layers * (c.zero_expert_num or 0) * 2 * c.expert_ffn_hidden_size * c.hidden_size,
 }
 #: keys set on top of a class default that transformers cannot build or run as it stands, each with why
 DEFAULT_KEYS: dict[str, dict] = {
@@ -237,7 +270,8 @@ def check(model_type: str, refused: dict[str, tuple[str, str]] | None = None) ->
         model = _reference(cfg, spec)
     except Exception as e:  # noqa: BLE001 - transformers cannot build its own class default
         return Outcome(model_type, "no-config", f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
-    want, got = state_dict_count(model), count_params(spec).total
+    want = state_dict_count(model) - NEVER_READ.get(model_type, lambda c: 0)(cfg)
+    got = count_params(spec).total
     out = Outcome(model_type, "exact", family=spec.family, params=want)
     if got != want:
         out.status, out.detail = "wrong", f"parameters {got:,} vs PyTorch {want:,} ({(got - want) / want:+.3%})"
@@ -330,7 +364,8 @@ def check_switches(model_type: str) -> list[str]:
             continue
         if any(WRAPPER_NOTE in w for w in spec.warnings):
             continue
-        want, got = state_dict_count(model), count_params(spec).total
+        want = state_dict_count(model) - NEVER_READ.get(model_type, lambda c: 0)(cfg)
+        got = count_params(spec).total
         if got != want:
             problems.append(f"{keys}: parameters {got:,} vs PyTorch {want:,}")
     return problems

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 
 from . import per_layer_input as ple
 from .geometry import heads_of, projection_widths, qk_norm_values
+from . import moa
 from .kv_sharing import layer_extra_params, model_extra_params, per_layer_embedding_params, shared_layer_saving
 from .sparse_attn import indexer_params
 from .spec import LayerGroup, ModelSpec
@@ -56,6 +57,7 @@ class ParamCount:
     embed_projection: int = 0
     per_layer_embedding: int = 0   # Gemma 3n embed_tokens_per_layer (kv_sharing.py): a lookup table
     layer_extras: int = 0          # Gemma 3n AltUp, LAuReL, per-layer input projections (kv_sharing.py)
+    attention_skipped: int = 0     # JetMoE: the attention experts' q/o pairs a token does not run (moa.py)
 
     @property
     def total(self) -> int:
@@ -73,7 +75,7 @@ class ParamCount:
     @property
     def active(self) -> float:
         """Parameters one token touches: total less skipped experts and the lookup-only embedding."""
-        return self.total - self.routed_experts + self.active_routed - self.lookup_only
+        return self.total - self.routed_experts + self.active_routed - self.lookup_only - self.attention_skipped
 
     def to_dict(self) -> dict:
         return {**asdict(self), "total": self.total, "active": self.active}
@@ -90,7 +92,7 @@ class LayerParams:
     shared_experts: int = 0
     router: int = 0
     norms: int = 0
-    active_routed: int = 0
+    active_routed: float = 0
 
     @property
     def total(self) -> int:
@@ -137,7 +139,9 @@ def attention_params(m: ModelSpec, g: LayerGroup | None = None) -> int:
         return q + kv + h * a.v_head_dim * d + d * m.out_bias + ix + d * h * m.attention_head_gate
     q_out, kv_out = h * m.head_dim * (2 if m.attention_gate else 1), 2 * m.num_kv_heads * m.head_dim
     w = d * (q_out + kv_out) + h * m.head_dim * d
-    return (w + (q_out + kv_out) * m.qkv_bias + d * m.out_bias + qk_norm_params(m)
+    moa_extra = (moa.extra_params(m.attention_experts, d, m.num_kv_heads * m.head_dim)
+                 if m.attention_experts is not None else 0)  # JetMoE: the other E − k experts, router, bias
+    return (w + (q_out + kv_out) * m.qkv_bias + d * m.out_bias + qk_norm_params(m) + moa_extra
             + h * m.attention_sinks + h * m.attention_gate_bias + d * h * m.attention_head_gate)
 
 
@@ -154,10 +158,11 @@ def expert_params(m: ModelSpec) -> int:
 
 
 def router_params(m: ModelSpec) -> int:
-    """One MoE layer's gating: router d·E (+E), shared-expert gate d, latent projections 2·d·latent."""
+    """One MoE layer's gating: router d·E (+E), over E + Z with identity experts (LongCat-Flash), shared-expert
+    gate d, latent projections 2·d·latent."""
     e, d = m.moe, m.hidden_size
     latent = (2 * d * e.latent_size + (e.latent_size + d) * m.mlp_bias) if e.latent_size else 0
-    return d * e.num_experts + e.num_experts * e.router_bias + d * e.shared_expert_gate + latent + d * e.router_scale
+    return d * e.pool + e.pool * e.router_bias + d * e.shared_expert_gate + latent + d * e.router_scale
 
 
 def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
@@ -170,7 +175,7 @@ def layer_params(m: ModelSpec, g: LayerGroup) -> LayerParams:
     if g.moe:
         e = m.moe
         one = expert_params(m)
-        out.update(routed_experts=one * e.num_experts, active_routed=one * e.top_k, router=router_params(m),
+        out.update(routed_experts=one * e.num_experts, active_routed=one * e.routed_k, router=router_params(m),
                    shared_experts=mlp_params(d, e.shared_intermediate_size, m.gated_mlp,
                                              e.expert_bias if e.shared_expert_bias is None else e.shared_expert_bias)
                    * e.num_shared_experts)
@@ -211,6 +216,9 @@ def count_params(m: ModelSpec) -> ParamCount:
                      layer_extras=m.layer_scalars * n + (0 if s is None else n * ple.layer_params(s, d)
                                                          + ple.model_projection_params(s, d, n)))
     extra["layer_extras"] = extra.get("layer_extras", 0) + m.extra_params  # ModelSpec.extra_params (decoders_own.py)
+    if m.attention_experts is not None:  # JetMoE MoA (moa.py)
+        extra["attention_skipped"] = m.num_attention_layers * moa.skipped_params(
+            m.attention_experts, d, m.num_kv_heads * m.head_dim)
     return ParamCount(
         embedding=m.vocab_size * width + m.learned_positions * d, **extra,
         lm_head=(0 if m.tie_embeddings else m.vocab_size * width) + m.vocab_size * m.lm_head_bias,

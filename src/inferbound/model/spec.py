@@ -10,7 +10,8 @@ Per layer there is a *sequence mixer* (``LayerGroup.mixer``) and an optional MLP
 
 - ``attention``: softmax attention over a KV cache (``attention`` says full / sliding window / chunked);
 - ``mamba`` (Mamba-1 selective scan), ``mamba2`` (Mamba-2 SSD), ``gated_deltanet`` (Gated DeltaNet),
-  ``kda`` (Kimi Delta Attention), ``lightning`` (MiniMax's decayed linear attention), ``rwkv`` (RWKV-4's time and channel mixing):
+  ``kda`` (Kimi Delta Attention), ``lightning`` (MiniMax's decayed linear attention), ``rwkv`` (RWKV-4's time and channel mixing),
+  ``shortconv`` (LFM2's gated short convolution), ``rglru`` (Griffin's recurrent block, RecurrentGemma):
   a recurrent state of fixed size per sequence, O(1) in context (``ModelSpec.ssm`` holds its shapes);
 - ``attention+mamba2``: both side by side on the same input (Falcon-H1's parallel hybrid);
 - ``none``: an MLP-only block (Nemotron-H's ``-`` and ``E`` blocks).
@@ -26,18 +27,19 @@ from .geometry import AttentionGeometry
 from .per_layer_input import PerLayerInput
 from .quant import Quantization
 from .kv_sharing import Gemma3nSpec
+from .moa import AttentionExperts
 from .sparse_attn import SparseIndexer
 from .ssm import SSMSpec
 from .towers import Tower
 
 AttentionKind = Literal["full", "window", "chunked"]
 MixerKind = Literal["attention", "mamba", "mamba2", "gated_deltanet", "kda", "lightning", "rwkv",
-                    "shortconv", "attention+mamba2", "none"]
+                    "shortconv", "rglru", "attention+mamba2", "none"]
 #: mixers with softmax attention (and so a KV cache)
 ATTENTION_MIXERS = frozenset({"attention", "attention+mamba2"})
 #: mixers with a recurrent state, and which state-space layer they run
 SSM_OF_MIXER = {"mamba": "mamba", "mamba2": "mamba2", "gated_deltanet": "gated_deltanet", "lightning": "lightning",
-                "kda": "kda", "rwkv": "rwkv", "shortconv": "shortconv", "attention+mamba2": "mamba2"}
+                "kda": "kda", "rwkv": "rwkv", "shortconv": "shortconv", "rglru": "rglru", "attention+mamba2": "mamba2"}
 
 
 class LayerGroup(BaseModel):
@@ -126,12 +128,28 @@ class MoE(BaseModel):
                              "post_feedforward_layernorm_1, _2 and pre_feedforward_layernorm_2)")
     router_scale: bool = Field(default=False, description="a stored d-vector scaling the router's input (Gemma 4 "
                                "router.scale)")
+    zero_experts: int = Field(default=0, ge=0, description="identity (zero-computation) experts in the router's "
+                              "pool beside the E real ones (LongCat-Flash zero_expert_num): routed to, no weights")
 
     @model_validator(mode="after")
     def _k_le_e(self) -> "MoE":
-        if self.top_k > self.num_experts:
-            raise ValueError(f"top_k={self.top_k} exceeds num_experts={self.num_experts}")
+        if self.top_k > self.num_experts + self.zero_experts:
+            raise ValueError(f"top_k={self.top_k} exceeds num_experts + zero_experts="
+                             f"{self.num_experts + self.zero_experts}")
         return self
+
+    @property
+    def pool(self) -> int:
+        """The router's choices: E real + Z identity experts (its logits, its correction bias)."""
+        return self.num_experts + self.zero_experts
+
+    @property
+    def routed_k(self) -> float:
+        """Real experts one token runs: k·E/(E + Z), k without identity experts. Routing balanced over the
+        E + Z pool picks a real expert with probability E/(E + Z) at each of its k choices (LongCat-Flash,
+        arXiv:2509.01322 sec. 2.1, whose expert bias keeps the pool balanced: 12 of 512 + 256 gives 8, and
+        its reported 18.6-31.3 B active (0 to 12 real experts) averaging ~27 B is that 8: test_longcat.py)."""
+        return self.top_k * self.num_experts / self.pool if self.zero_experts else float(self.top_k)
 
 
 class ModelSpec(BaseModel):
@@ -194,6 +212,8 @@ class ModelSpec(BaseModel):
     layers: tuple[LayerGroup, ...]
     moe: MoE | None = None
     mla: MLA | None = None
+    attention_experts: AttentionExperts | None = Field(default=None, description="JetMoE's mixture of attention "
+                                                       "heads: E q/o expert pairs, k per token (moa.py)")
     ssm: SSMSpec | None = None
     indexer: SparseIndexer | None = Field(default=None, description="DeepSeek-V3.2 DSA indexer (sparse_attn.py)")
     gemma3n: Gemma3nSpec | None = Field(default=None, description="Gemma 3n KV sharing and extras (kv_sharing.py)")
@@ -219,6 +239,9 @@ class ModelSpec(BaseModel):
         if any(g.attn is not None for g in self.layers) and (self.mla or self.indexer or self.gemma3n):
             raise ValueError("layers.attn (heads per layer group) is priced for MHA/GQA layers only, not with "
                              "mla, indexer or gemma3n")
+        if self.attention_experts is not None and (self.mla or any(g.attn is not None for g in self.layers)
+                                                   or self.attention_gate or self.qkv_bias or self.out_bias):
+            raise ValueError("attention_experts (JetMoE MoA) is priced for plain bias-free q/k/v/o layers only")
         if any(g.moe for g in self.layers) and self.moe is None:
             raise ValueError("layers marked moe but no moe section (num_experts, top_k, ...)")
         if self.intermediate_size == 0 and any(g.mlp and not g.moe for g in self.layers):

@@ -48,6 +48,13 @@ hidden d, kernel K = ``conv_L_cache``, biases b = ``conv_bias``: a gated depthwi
 
     in_proj d×3d (+3d) -> B, C, x · y = C ⊙ conv1d(B ⊙ x), conv1d d×K (+d) · out_proj d×d (+d)
 
+**Griffin recurrent block** (``RecurrentGemmaRecurrentBlock`` + ``RecurrentGemmaRglru``; De et al. 2024,
+arXiv:2402.19427, sec. 2.4; transformers ``models/recurrent_gemma/modeling_recurrent_gemma.py``), hidden d,
+recurrence width W = ``lru_width``, H = ``num_attention_heads`` diagonal blocks of width W/H, conv kernel K::
+
+    linear_y, linear_x d×W (+W each) · conv_1d W×K (+W), depthwise · RG-LRU: recurrent_param W, input and
+    recurrent gates block-diagonal H·(W/H)² (+W) each · linear_out W×d (+d)
+
 **State per sequence and layer** (fixed, O(1) in context; what vLLM's ``MambaStateShapeCalculator``
 allocates, vllm/model_executor/layers/mamba/mamba_utils.py):
 
@@ -61,7 +68,10 @@ allocates, vllm/model_executor/layers/mamba/mamba_utils.py):
   counted as its "conv" state: a width-2 shift), and the WKV recurrence its numerator, denominator and
   running maximum (3·A values, float32 in transformers' ``RwkvModel``: ``state_dtype`` fp32);
 - short convolution: only the conv columns, (K−1)·d values (K in transformers' ``conv_states``), no
-  recurrent state.
+  recurrent state;
+- Griffin's RG-LRU: the conv's last K−1 inputs, (K−1)·W (transformers' ``conv1d_state`` keeps K−1 too,
+  so ``full_conv_window`` changes nothing), and the recurrence h, W values (float32 in transformers:
+  ``recurrent_states`` "always computed in full precision": ``state_dtype`` fp32).
 
 The recurrent state may be kept at a wider dtype than the conv state (vLLM ``mamba_ssm_cache_dtype``;
 Nemotron-H configs ask for float32): ``ssm_dtype``.
@@ -175,7 +185,20 @@ class ShortConvSpec(BaseModel):
     state_dtype: str | None = None
 
 
-SSMSpec = Annotated[Union[MambaSpec, Mamba2Spec, DeltaNetSpec, KDASpec, LightningSpec, RWKVSpec, ShortConvSpec],
+class RGLRUSpec(BaseModel):
+    """Griffin's recurrent block (RecurrentGemma): two d→W branches, a depthwise conv, the RG-LRU, W→d."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["rglru"] = "rglru"
+    lru_width: int = Field(ge=1)
+    num_blocks: int = Field(ge=1, description="diagonal blocks of the input and recurrent gates (num_attention_heads)")
+    d_conv: int = Field(ge=1)
+    state_dtype: str | None = "fp32"
+
+
+SSMSpec = Annotated[Union[MambaSpec, Mamba2Spec, DeltaNetSpec, KDASpec, LightningSpec, RWKVSpec, ShortConvSpec,
+                          RGLRUSpec],
                     Field(discriminator="kind")]
 
 
@@ -195,6 +218,8 @@ def conv_dim(s) -> int:
         return s.d_inner
     if s.kind == "shortconv":
         return s.hidden_size
+    if s.kind == "rglru":
+        return s.lru_width
     if s.kind == "mamba2":
         return s.d_inner + 2 * s.n_groups * s.d_state
     if s.kind == "kda":
@@ -220,6 +245,9 @@ def ssm_params(s, d: int) -> int:
         return (3 * d * v + 3 * v * s.d_conv + (gate + v + h) + d * h + gate + p + v * d)
     if s.kind == "shortconv":  # in_proj 3d² (+3d), conv d·K (+d), out_proj d² (+d)
         return 3 * d * d + d * s.d_conv + d * d + 5 * d * s.bias
+    if s.kind == "rglru":  # linear_y, linear_x, conv_1d, RG-LRU (a, 2 block-diagonal gates), linear_out
+        w = s.lru_width
+        return 2 * (d * w + w) + w * s.d_conv + w + w + 2 * (w * w // s.num_blocks + w) + w * d + d
     if s.kind == "rwkv":
         a, f = s.attention_size, s.ffn_size
         return 2 * a + 3 * d + 3 * d * a + a * d + 2 * d + d * f + d * d + f * d
@@ -236,6 +264,8 @@ def conv_state_values(s, full_conv_window: bool = False) -> int:
         return 0
     if s.kind == "rwkv":  # the two token-shift states
         return 2 * s.hidden_size
+    if s.kind == "rglru":  # K−1 columns in transformers too (RecurrentGemmaRecurrentBlock.conv1d_state)
+        return (s.d_conv - 1) * s.lru_width
     return (s.d_conv if full_conv_window else s.d_conv - 1) * conv_dim(s)
 
 
@@ -245,6 +275,8 @@ def recurrent_state_values(s) -> int:
         return s.num_heads * s.head_dim * s.head_dim
     if s.kind == "shortconv":  # no recurrence: the conv columns are its whole state
         return 0
+    if s.kind == "rglru":  # the diagonal recurrence h, one value per channel
+        return s.lru_width
     if s.kind == "rwkv":
         return 3 * s.attention_size
     if s.kind == "kda":

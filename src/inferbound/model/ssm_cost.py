@@ -48,6 +48,13 @@ inputs (3 FLOPs each on d channels): 15·d. Sequential in tokens: prefill and de
 **Short convolution** (LFM2 ``Lfm2ShortConv.slow_forward``): the depthwise conv's 2·K·d per token plus the
 two gates B ⊙ x and C ⊙ y, d each: 2·d; it streams B, C, x in and y out (4·d values). No recurrence.
 
+**Griffin RG-LRU** (``RecurrentGemmaRglru.forward`` and ``_rnn_scan``), per channel of W and token, one
+FLOP per elementwise operation as the code runs them: the two gate sigmoids (2), −8·r·softplus(Λ) (2),
+a = exp(·) (1), a² = exp(2·) (2), x·i (1), √(1 − a²) (2), ·√ (1), h = a·h + x (2), and the block's
+output gate x·gelu(y) (1): 14·W (the gates' block-diagonal matmuls are in ``ssm_params``, GEMMs).
+Sequential in tokens: prefill and decode cost alike. It streams x, both gates, y in and the output
+(5·W values).
+
 **Bytes** (per layer): the state is read at the start of a step when the sequence has history
 (past > 0) and written at the end: (1 + [past > 0]) · (conv state + recurrent state) per sequence; the
 scan kernel streams its per-token inputs and output through HBM once (Mamba-1: x, Δ, z, y of width E and
@@ -103,6 +110,8 @@ def scan_flops_per_token(s, new=1) -> object:
         return np.full(new.shape, 20.0 * s.attention_size + 15.0 * s.hidden_size)
     if s.kind == "shortconv":  # LFM2: the two gates B ⊙ x before the conv and C ⊙ y after it, d each
         return np.full(new.shape, 2.0 * s.hidden_size)
+    if s.kind == "rglru":  # Griffin: 14 elementwise FLOPs per channel (module docstring)
+        return np.full(new.shape, 14.0 * s.lru_width)
     if s.kind == "lightning":
         p = float(s.head_dim)
         q = np.minimum(float(s.block_size), np.maximum(new, 1.0))
@@ -129,6 +138,8 @@ def stream_values_per_token(s) -> int:
         return 4 * s.attention_size
     if s.kind == "shortconv":  # B, C, x in, y out
         return 4 * s.hidden_size
+    if s.kind == "rglru":  # x, input gate, recurrent gate, y in, output out
+        return 5 * s.lru_width
     if s.kind == "kda":  # q, k, v, the per-channel decay and the output gate of width V, o, β per head
         return 6 * s.num_heads * s.head_dim + s.num_heads
     kd, vd = s.num_k_heads * s.head_k_dim, s.num_v_heads * s.head_v_dim

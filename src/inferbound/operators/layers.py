@@ -8,7 +8,9 @@ heads split but replicated when t > n_kv; MLA's latent cache is replicated):
   GPU) FLOPs, reading the weights once per step (``weight_bytes``) plus input and output activations;
 - MoE: a step of T tokens, each routed to k of E experts, touches E·(1-(1-k/E)^T) experts on average
   (uniform routing); their weights are what is read; FLOPs are 2·T·k·(expert parameters);
-- norms, residual adds and activation functions: a few FLOPs and one read-write of the activations.
+- norms, residual adds and activation functions: a few FLOPs and one read-write of the activations;
+- JetMoE's attention experts (model/moa.py): q and o of the k experts a token picks run, the ones the
+  step's tokens touch, E·(1-(1-k/E)^T), are read (the router, its bias and kv_proj always).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from ..deploy.config import Dtypes, Parallelism
 from ..deploy.eplb import expert_slots, moe_imbalance
 from ..base.dtypes import bytes_per_element, component_weight_bytes
 from ..model.geometry import heads_of, projection_widths
+from ..model import moa
 from ..model.params import attention_params, expert_params, mlp_params, router_params
 from ..model.ssm import lightning_buffer_values, ssm_params
 from ..model.spec import LayerGroup, ModelSpec
@@ -75,12 +78,19 @@ def layer_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens,
             o_params = m.num_heads * m.head_dim * d + d * m.out_bias
             qkv_out = (m.num_heads * (2 if m.attention_gate else 1) + 2 * m.num_kv_heads) * m.head_dim / tp
         qkv_params = (attn_p - o_params) / tp
+        qkv_read, o_read = qkv_params, o_params / tp  # weights read: all of them, but JetMoE's (below)
+        if m.attention_experts is not None:  # JetMoE MoA (model/moa.py): k q/o pairs run, the touched ones read
+            a, pair = m.attention_experts, d * m.num_kv_heads * m.head_dim
+            qkv_params -= moa.skipped_params(a, d, m.num_kv_heads * m.head_dim) / tp  # k q's, kv_proj, router
+            touched = experts_touched(tokens * par.attention_groups, a.num_experts, a.top_k)
+            qkv_read = qkv_params + (touched - a.top_k) * pair / tp
+            o_read = touched * pair / tp
         ops.append(Op("attn_qkv", "gemm", g.count, flops=2 * tokens * qkv_params,
-                      weight_bytes=qkv_params * wb, act_bytes=tokens * (d + qkv_out) * ab,
+                      weight_bytes=qkv_read * wb, act_bytes=tokens * (d + qkv_out) * ab,
                       kv_bytes=tokens * kv_vals * kvb, group=label,
                       shape=gemm_shape(dt, "attention", tokens, (qkv_params / d, d))))
         ops.append(Op("attn_out", "gemm", g.count, flops=2 * tokens * o_params / tp,
-                      weight_bytes=o_params / tp * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
+                      weight_bytes=o_read * wb, act_bytes=tokens * (attn_out_width / tp + d) * ab,
                       group=label, shape=gemm_shape(dt, "attention", tokens, (d, o_params / tp / d))))
         ops.extend(_tp_reduce("attn", g, par, tokens * d * cb, label))
     if g.ssm_kind is not None:  # --- state-space projections (the scan itself: operators_ssm)
@@ -156,8 +166,12 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     Attention data parallel without EP (``dp_gathered_mlp``): an all-gather of T_moe·d values before the
     router, router and shared experts on all T_moe tokens (shared experts split tp·dp ways), and one
     reduce-scatter of T_moe·d values after the experts (sglang communicator.py, dp_attention.py).
+    Identity (zero-computation) experts (LongCat-Flash): the router scores E + Z, and k counts real experts
+    only, k·E/(E + Z) (``MoE.routed_k``): the identity's scaled copy is added beside the grouped GEMM and
+    never dispatched (vLLM fused_moe/layer.py ``zero_experts_compute_triton``).
     """
     e, d = m.moe, m.hidden_size
+    k = e.routed_k  # real experts per token: top_k, or k·E/(E + Z) beside identity experts (spec.MoE.routed_k)
     ab = _act_bytes(dt)
     cb = _comm_bytes(dt)
     ops: list[Op] = []
@@ -172,22 +186,22 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
     router = router_params(m)
     ops.append(Op("router", "gemm", g.count, flops=2 * t_in * router,
                   weight_bytes=router * bytes_per_element(dt.high_precision),
-                  act_bytes=t_in * (d + e.num_experts) * ab, group=label,
+                  act_bytes=t_in * (d + e.pool) * ab, group=label,
                   shape=gemm_shape(dt, None, t_in, (router / d, d))))
     per_expert = expert_params(m)
     width = e.latent_size or d  # Nemotron-H latent MoE: experts read a narrower projection
-    touched = experts_touched(t_moe, e.num_experts, e.top_k) * slots / e.num_experts  # copies of hot experts too
+    touched = experts_touched(t_moe, e.num_experts, k) * slots / e.num_experts  # copies of hot experts too
     if par.ep > 1:
-        a2a = t_moe / par.ep * e.top_k * d * cb
+        a2a = t_moe / par.ep * k * d * cb
         dispatch = _collective("moe_dispatch_all_to_all", "all_to_all", g.count, a2a, "ep", par.ep, label)
         if par.ep_a2a == "deepep":  # once per remote node (pricing/comm.py all_to_all): the routing it needs
-            dispatch.comm["node_dedup"] = (float(e.num_experts), float(e.top_k))
+            dispatch.comm["node_dedup"] = (float(e.num_experts), float(k))
         ops.append(dispatch)
-    ops.append(Op("experts", "gemm", g.count, flops=2 * t_moe * e.top_k * per_expert / group * imb,
+    ops.append(Op("experts", "gemm", g.count, flops=2 * t_moe * k * per_expert / group * imb,
                   weight_bytes=touched / par.ep * per_expert / par.expert_tp * component_weight_bytes(dt, "routed_experts"),
-                  act_bytes=t_moe * e.top_k / par.ep * imb * (2 * width + 2 * e.expert_intermediate_size / par.expert_tp) * ab,
+                  act_bytes=t_moe * k / par.ep * imb * (2 * width + 2 * e.expert_intermediate_size / par.expert_tp) * ab,
                   group=label, shape={"moe": {"tokens": t_moe, "hidden": float(width),
-                                              "inter": float(e.expert_intermediate_size), "topk": float(e.top_k),
+                                              "inter": float(e.expert_intermediate_size), "topk": float(k),
                                               "experts": float(slots), "tp": float(par.expert_tp),
                                               "ep": float(par.ep), "gated": bool(m.gated_mlp), "imbalance": imb,
                                               # share of T_moe this GPU routes and permutes (its own T under
@@ -199,7 +213,7 @@ def _moe_ops(m: ModelSpec, g: LayerGroup, dt: Dtypes, par: Parallelism, tokens, 
         combine.comm.update({k: v for k, v in dispatch.comm.items() if k == "node_dedup"})
         ops.append(combine)
         if par.expert_tp > 1:
-            ops.append(_collective("expert_all_reduce", "all_reduce", g.count, t_moe / par.ep * e.top_k * d * cb,
+            ops.append(_collective("expert_all_reduce", "all_reduce", g.count, t_moe / par.ep * k * d * cb,
                                    "expert_tp", par.expert_tp, label))
     if e.num_shared_experts:
         ways = par.mlp_shard

@@ -28,6 +28,8 @@ def mixer_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, layers: list[LayerGrou
         c = mixer_cost(m.ssm, count, new, past, act_dtype=dt.act if dt.act != "fp4" else "fp8",
                        state_dtype=dt.high_precision)
         flops, state, act = flops + c.flops, state + c.state_bytes, act + c.act_bytes
-    scan_dtype = "fp32" if m.ssm.kind == "mamba" else None
+    # Mamba-1's scan and Griffin's RG-LRU (elementwise, accumulated in float32: RecurrentGemmaRglru._rnn_scan)
+    # run on CUDA cores
+    scan_dtype = "fp32" if m.ssm.kind in ("mamba", "rglru") else None
     return [Op("ssm_scan", "scan", g.count, flops=flops / per, act_bytes=act / per, kv_bytes=state / per,
                group=_group_label(g), dtype=scan_dtype) for g in groups]
