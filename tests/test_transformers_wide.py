@@ -8,7 +8,9 @@ inferbound (``load_model`` on the config dict, every field explicit as transform
 must then either
 
 - match PyTorch **to the parameter**: ``count_params(...).total`` equals the ``state_dict`` elements
-  (tied tensors once, persistent buffers in); for a multimodal wrapper that the loader says it counts as
+  (tied tensors once, persistent buffers in; less what transformers allocates and never reads, absent
+  from the checkpoint: LongCat-Flash's identity-expert slices of ``gate_up_proj``, stated in
+  ``_meta_count.NEVER_READ``); for a multimodal wrapper that the loader says it counts as
   its language model only, the language model's; and **to the element** on the cache of a forward on
   the meta device: KV at 12 tokens, recurrent (conv + SSM / DeltaNet) state, the number of window layers,
   and past every window the KV of ``max(window) + 3`` tokens (transformers keeps W - 1 tokens in a
