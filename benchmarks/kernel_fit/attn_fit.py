@@ -15,9 +15,9 @@ import numpy as np
 
 from inferbound.pricing.kernels.attention import decode_time, prefill_time
 
-from ..common import CurveFit, GpuCtx
-from ..fitting import Param, ape_stats, fit, holdout_mask
-from ..tables import framework_version, read, rel, subset, tables
+from .common import CurveFit, GpuCtx
+from .fitting import Param, ape_stats, fit, holdout_mask
+from .tables import framework_version, read, rel, subset, tables
 
 KVB = {"bfloat16": 2.0, "fp8": 1.0}
 DT = {"bfloat16": "bf16", "fp8": "fp8"}

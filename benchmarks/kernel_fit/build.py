@@ -7,9 +7,9 @@ from inferbound.base.datafiles import data_yaml
 from inferbound.hardware import load_catalog
 from inferbound.pricing.kernels.curves import _FAMILY, derive
 
-from ..common import CurveFit
-from ..fitting import ape_stats
-from ..priors import SM_COUNTS, TEMPLATE, TILES, memory_generation
+from .common import CurveFit
+from .fitting import ape_stats
+from .priors import SM_COUNTS, TEMPLATE, TILES, memory_generation
 
 CLASS_KEY = {"gemm": "gemm", "moe": "moe", "prefill": "attention_prefill", "decode": "attention_decode",
              "mla_prefill": "mla_prefill", "mla_decode": "mla_decode"}

@@ -12,9 +12,9 @@ import numpy as np
 
 from inferbound.pricing.kernels.comm import line_time, traffic_factor
 
-from ..common import CurveFit, GpuCtx
-from ..fitting import Param, ape_stats, fit
-from ..tables import framework_version, read, rel, tables
+from .common import CurveFit, GpuCtx
+from .fitting import Param, ape_stats, fit
+from .tables import framework_version, read, rel, tables
 
 
 def _sources(ctx: GpuCtx):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..tables import subset
+from .tables import subset
 
 
 @dataclass(frozen=True)

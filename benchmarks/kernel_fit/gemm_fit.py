@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from inferbound.pricing.kernels.gemm import gemm_time
 
-from ..common import AIC_DTYPE, DTYPES, CurveFit, GpuCtx
-from ..fitting import Param, ape_stats, fit, holdout_mask
-from ..tables import framework_version, read, rel, subset, tables
+from .common import AIC_DTYPE, DTYPES, CurveFit, GpuCtx
+from .fitting import Param, ape_stats, fit, holdout_mask
+from .tables import framework_version, read, rel, subset, tables
 
 CONT = [Param("e_c", 0.75, 0.05, 1.0), Param("e_m", 0.8, 0.05, 1.0),
         Param("overhead_s", 2.0, 0.0, 1000.0, 1e-6), Param("mem_latency_s", 2.0, 0.0, 40.0, 1e-6),

@@ -12,10 +12,10 @@ import numpy as np
 
 from inferbound.pricing.kernels.moe import moe_time
 
-from ..common import AIC_DTYPE, DTYPES, CurveFit, GpuCtx
-from ..fitting import Param, ape_stats, fit, holdout_mask
-from ..gemm_fit import per_backend
-from ..tables import read, rel, subset, tables
+from .common import AIC_DTYPE, DTYPES, CurveFit, GpuCtx
+from .fitting import Param, ape_stats, fit, holdout_mask
+from .gemm_fit import per_backend
+from .tables import read, rel, subset, tables
 
 CONT = [Param("e_c", 0.6, 0.02, 1.0), Param("e_m", 0.7, 0.05, 1.0),
         Param("overhead_s", 3.0, 0.0, 1000.0, 1e-6), Param("mem_latency_s", 2.0, 0.0, 60.0, 1e-6),

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common import CurveFit
-from ..tables import read, tables
+from .common import CurveFit
+from .tables import read, tables
 
 
 def _pct(s: dict, key: str) -> str:
