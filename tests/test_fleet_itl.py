@@ -59,3 +59,25 @@ def test_lean_gaps_agree_with_exact_gaps_within_the_bin():
     # every generated token after a request's first is one gap: the ITL mean weighs tokens, TPOT requests;
     # with equal output lengths (64) they coincide: Σ(e − f) / Σ(N − 1) = mean of (e − f)/(N − 1)
     assert full["itl_ms_mean"] == pytest.approx(full["tpot_ms_mean"], rel=1e-9)
+
+
+def test_add_many_all_positive_keeps_the_array_and_equals_the_masked_path():
+    # add_many's two paths (fleet/itl.py): an all-positive array kept as given, one with a zero masked.
+    # By hand: [0.01, 0.02] three times each: n = 6, Σ = 3·0.03 = 0.09 s, no zeros.
+    h = GapHistogram()
+    h.add_many(np.array([0.01, 0.02]), 3.0)
+    assert (h.n, h.zeros) == (6.0, 0.0)
+    assert h.total == pytest.approx(0.09, rel=1e-15)
+    # the same gaps with a 0 appended go through the mask: the same bins and Σ, the zero counted apart
+    rng = np.random.default_rng(7)
+    a, b = GapHistogram(), GapHistogram()
+    for _ in range(50):
+        g = rng.uniform(1e-3, 0.2, rng.integers(1, 40))
+        c = float(rng.integers(1, 100))
+        a.add_many(g.copy(), c)
+        b.add_many(np.append(g, 0.0), c)
+    va, ca, ta, na = a.weighted()
+    vb, cb, tb, nb = b.weighted()
+    assert ta == tb and b.zeros == nb - na and a.zeros == 0.0
+    assert vb[-1] == 0.0 and cb[-1] == b.zeros
+    assert np.array_equal(va, vb[:-1]) and np.array_equal(ca, cb[:-1])

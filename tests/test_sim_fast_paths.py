@@ -21,6 +21,7 @@ import pytest
 
 from inferbound import make_deployment
 from inferbound.step import contract as step
+from inferbound.operators import attention_kinds
 from inferbound.pricing.energy import power_w
 from inferbound.pricing.kernel_pricing import attention_of
 from inferbound.pricing.kernels.loadattention import SCALAR
@@ -68,7 +69,7 @@ def test_scalar_attention_equals_array_attention():
 
 def test_sequence_sums_by_hand():
     dep = make_deployment(model="google/gemma-2-9b", gpu="h100_sxm")
-    kinds = step.attention_kinds(dep.model)
+    kinds = attention_kinds(dep.model)
     att, tokens = step.sequence_sums(np.array([100.0, 5000.0]), [0], [700], kinds)
     assert tokens == 2 + 700
     full = att[("full", None)]

@@ -49,13 +49,21 @@ class GapHistogram:
         self.bins[k] = self.bins.get(k, 0.0) + count
 
     def add_many(self, gaps: np.ndarray, count: float = 1.0) -> None:
-        g = np.asarray(gaps, dtype=float)
-        if g.size == 0:
+        """Each gap of ``gaps`` ``count`` times. The positive ones are binned later, many calls at once
+        (:meth:`_flush`); an array whose gaps are all positive (a run's steps, the usual case) is kept as
+        given, without the mask's copy, so the caller passes one it does not write to afterwards (every
+        caller in fleet/replica.py passes a new array). The same count, zeros, Σ and bins either way."""
+        g = gaps if type(gaps) is np.ndarray and gaps.dtype == np.float64 else np.asarray(gaps, dtype=float)
+        m = g.size
+        if m == 0:
             return
-        pos = g[g > 0.0]
-        self.zeros += float(count * (g.size - pos.size))
-        self.n += float(count * g.size)
-        self.total += float(pos.sum() * count)
+        if np.minimum.reduce(g) > 0.0:  # every gap positive (NaN compares false: the mask below)
+            pos = g
+        else:
+            pos = g[g > 0.0]
+            self.zeros += float(count * (m - pos.size))
+        self.n += float(count * m)
+        self.total += float(np.add.reduce(pos) * count)
         if pos.size:  # binned later, many calls at once (_flush): the bins' counts are whole numbers, exact
             self._pending.append((pos, count))
             self._held += pos.size

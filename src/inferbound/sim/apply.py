@@ -25,14 +25,15 @@ class StepApply:
 
     def _apply_decodes(self, start: float, end: float, n: int) -> list[int]:
         """Advance the ``n`` decoding sequences (all of them: n = dec.n, or 0) by this step's tokens."""
+        dec, ledger = self.dec, self.ledger
+        dec.pending = 0  # the step's tokens land: derived blocks read off C again (batch.py)
         if not n:
             return []
-        dec, ledger = self.dec, self.ledger
         if self.spec_k:
             gained = np.minimum(self.pricer.produced(n), dec.target[:n] - dec.generated[:n])
+            dec.cg[:, :n] += gained  # cached and generated
         else:  # one token each: every decoding sequence has at least one to go (finished ones leave below)
-            gained = 1.0
-        dec.cg[:, :n] += gained  # cached and generated
+            dec.advance(1)
         if dec.last_all == start:  # every one decoded in the step before (n = dec.n: all of them decode)
             ledger.record_equal_gaps(end - start, n)
         else:
@@ -61,17 +62,17 @@ class StepApply:
         if cols.size == 1:  # one finish (the common case): plain indexing, the columns after it move down
             j = int(cols[0])
             rids = [int(dec.rid[j])]
-            self.pool.release(int(dec.blocks[j]))
+            self.pool.release(dec.blocks_of(j))
             if self.cache is not None:
                 self._release_prefix(int(dec.pid[j]), float(dec.depth[j]), end)
             dec.drop(j)
         else:
             rids = dec.rid[cols].tolist()
-            self.pool.release(int(np.add.reduce(dec.blocks[cols])))  # whole numbers: exact in any order
+            self.pool.release(dec.blocks_sum(cols))
             if self.cache is not None:
                 for pid, depth in zip(dec.pid[cols].tolist(), dec.depth[cols].tolist()):
                     self._release_prefix(pid, depth, end)
-            dec.keep(left > 0)
+            dec.keep(left > 0, cols)
         left[cols] = math.inf  # the columns left: min of the rest is to_go (inf when none is left)
         dec.due, dec.exact = float(np.minimum.reduce(left)), True
         for rid in rids:

@@ -114,7 +114,7 @@ class BlockRules:
         dec, ledger = self.dec, self.ledger
         rid = int(dec.rid[j])
         ledger.generated[rid], ledger.last_s[rid] = int(dec.generated[j]), dec.last_of(j)
-        swap = self._evict(rid, int(dec.cached[j]), int(dec.blocks[j]), int(dec.pid[j]), int(dec.depth[j]))
+        swap = self._evict(rid, int(dec.cached[j]), dec.blocks_of(j), int(dec.pid[j]), int(dec.depth[j]))
         dec.remove(j)
         return swap
 

@@ -27,7 +27,8 @@ the run's n, the decode sums D_0 + n·s), the floats of ``StepModel.step`` itsel
 (tests/test_sim_scalar_parity.py). Its step ends are one np.add.accumulate from the run's start (left to right,
 e_s = e_{s−1} + t_s, as the event loop meets them), its blocks per step a cumulative sum where the ledger keeps
 samples or the blocks may run out, else only their total (``taken_by``); the r_j are read once per run
-(:class:`_Phases`: where every r_j < bs, as a histogram, from which a_s and their sums are Python integers). On
+(:class:`_Phases`: where every r_j < bs, as a histogram, from which a_s and their sums are Python integers; with
+derived blocks, sim/batch.py, that histogram is the batch's own, read without a pass over the batch). On
 the general path (pipeline stages,
 state-space layers, grid tables) the first SCALAR_STEPS are priced by ``StepModel.step``, as the step-by-step
 path, and the rest in one vectorized ``StepModel.price`` over the run's steps (of_sequences' decode-only load
@@ -95,6 +96,14 @@ class _Phases:
             self.hist = None
 
     @classmethod
+    def of_hist(cls, hist: list[int], n: int, bs: int):
+        """Derived blocks (sim/batch.py): ``hist`` = DecodeBatch.phases(), every r_j < bs; no arrays."""
+        self = cls.__new__(cls)
+        self.first = self.r = None
+        self.hist, self.n, self.bs = hist, n, bs
+        return self
+
+    @classmethod
     def of(cls, first: np.ndarray, bs: int):
         """The phases of ``first``, or None when some r_j < 0 (blocks short of the cached tokens: not a run's
         state)."""
@@ -123,7 +132,10 @@ class _Phases:
         every step's blocks fit) and the steps whose blocks fit the ``free`` ones (Σ a nondecreasing: a search)."""
         if not keeps_samples and self.taken(steps) <= free:
             return None, steps
-        cum = np.cumsum(_blocks(self.first, self.bs, steps))
+        if self.hist is not None:  # a_s = hist[s mod bs]: _blocks' bincount(r, minlength=bs) is hist
+            cum = np.cumsum(np.array(self.hist, dtype=np.int64)[np.arange(steps) % self.bs])
+        else:
+            cum = np.cumsum(_blocks(self.first, self.bs, steps))
         return cum, min(steps, int(np.searchsorted(cum, free, side="right")))
 
 
@@ -255,14 +267,14 @@ def _array_steps(run: _Run, prices, stop: int, horizon: float, cum, n: float, in
     return last
 
 
-def _run_prices(sm, ctx: np.ndarray):
+def _run_prices(sm, ctx: np.ndarray, total: float | None = None):
     """``prices(s, m)``: (seconds, watts per GPU) arrays of steps s..s+m−1 of the run at contexts ``ctx``, from
     StepModel.decode_run_table where it applies (small batches: their (n, D) prices kept by content), else
     StepModel.decode_run_array (the same floats); None on the general path."""
-    at = sm.decode_run_table(ctx)
+    at = sm.decode_run_table(ctx, total)
     if at is not None:
         return at
-    arr = sm.decode_run_array(ctx)
+    arr = sm.decode_run_array(ctx, total)
     if arr is None:
         return None
     return lambda s, m: arr(np.arange(s, s + m, dtype=float))
@@ -290,7 +302,9 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     ctx = dec.cached[:n]
     first = None  # the sequences' r_j as _Phases
     bs = pool.block_size
-    if not rep.reserve_full:  # (reserve_full: every block was taken at admission)
+    if dec.derived:  # blocks read off the cached tokens: the phases from the batch's histogram (batch.py)
+        first = _Phases.of_hist(dec.phases(), n, bs)
+    elif not rep.reserve_full:  # (reserve_full: every block was taken at admission)
         first = _Phases.of((dec.blocks[:n] + dec.depth[:n]) * bs - ctx if dec.deep else dec.blocks[:n] * bs - ctx,
                            bs)
         if first is None:  # blocks short of the cached tokens: not a run's state
@@ -303,9 +317,9 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     if rep.pricer.spec is None and rep.sm._scalar is not False:  # StepModel's scalar path (None: not built yet)
         last = rep.last_d  # the replica's last step: how many of this run's steps its horizon leaves, roughly
         if last > 0.0 and steps > SHORT_RUN and (horizon == np.inf or (horizon - t) / last >= SHORT_RUN):
-            prices = _run_prices(rep.sm, ctx)  # a long run: every step in one array evaluation
+            prices = _run_prices(rep.sm, ctx, dec.csum)  # a long run: every step in one array evaluation
         if prices is None:
-            fast = rep.sm.decode_run(ctx)
+            fast = rep.sm.decode_run(ctx, dec.csum)
     if prices is not None or fast is not None:
         if first is not None and prices is not None:  # Σ a nondecreasing: the steps whose blocks fit
             cum, steps = first.fitting(steps, free, ledger.keeps_samples)
@@ -322,7 +336,7 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
             last = run.samples[1]
             if run.s < steps and run.e < horizon:  # ... the rest one by one if few, else in one array evaluation
                 if horizon == np.inf or (horizon - run.e) / last >= SHORT_RUN and steps - run.s > SHORT_RUN:
-                    prices = _run_prices(rep.sm, ctx)
+                    prices = _run_prices(rep.sm, ctx, dec.csum)
                     if first is not None:
                         cum, steps = first.fitting(steps, free, ledger.keeps_samples)
                     last = _array_steps(run, prices, steps, horizon, cum, n_f, index, used0, last, chunks,
@@ -354,7 +368,9 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     k = run.s
     if run.taken:  # each sequence then holds max(H_j, ⌈(c_j + k)/bs⌉) blocks, prefix depth included
         pool.allocate(run.taken)
-        if k <= bs and first.hist is not None:  # one block at most: the one of step r_j < k (every r_j < bs)
+        if dec.derived:  # each holds ⌈(c_j + k)/bs⌉ by its cached tokens (batch.py): no row to write
+            pass
+        elif k <= bs and first.hist is not None:  # one block at most: the one of step r_j < k (every r_j < bs)
             dec.blocks[:n] += first.r < k
         else:
             want = np.ceil((ctx + k) / bs)
@@ -378,7 +394,7 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
             ledger.record_equal_gap_run(np.concatenate([run.gaps] + [g for _, g, _ in chunks])[1:], n)
         else:
             ledger.record_equal_gap_run(chunks[0][1][1:], n)
-    dec.cg[:, :n] += float(k)
+    dec.advance(k)
     end = run.e
     dec.set_last(end)
     rep.busy_s, rep.energy_j_per_gpu = run.busy, run.energy

@@ -100,7 +100,8 @@ class Replica(BlockRules, StepApply):
         self.swap_s_per_block = swap_s_per_block
         self.idle_w = sm.dep.gpu.power.idle_w
         self.waiting: deque[int] = deque()
-        self.dec = DecodeBatch(self.max_seqs)
+        # blocks read off the cached tokens where each sequence holds just theirs (no drafts, no full reservation)
+        self.dec = DecodeBatch(self.max_seqs, pool.block_size, derive=not cfg.spec_k and not cfg.reserve_full)
         self.prefilling: list[Prefilling] = []  # in admission order
         self.admissions = 0
         self.busy = False
@@ -169,7 +170,17 @@ class Replica(BlockRules, StepApply):
         running sequence is preempted (it may be one asking). Under ``reserve_full`` the blocks were taken
         at admission. (A prefill-only step skips this phase.)"""
         dec, pool = self.dec, self.pool
-        if dec.n and not self.reserve_full:
+        if dec.n and dec.derived:  # the blocks of the sequences at a block's start, from the phases (batch.py)
+            n_blocks = dec.needy()
+            while n_blocks > pool.free and not self._room(n_blocks):
+                kind, j = self._newest()
+                plan.extra_s += self._evict_prefilling(j) if kind == "pre" else self._evict_decoder(j)
+                plan.preempted = True
+                n_blocks = dec.needy()
+            if n_blocks:
+                pool.allocate(n_blocks)  # the room just checked
+            dec.pending = 1  # each column now holds the blocks of C + 1 tokens
+        elif dec.n and not self.reserve_full:
             need, n_blocks = self._decode_need()
             while n_blocks > pool.free and not self._room(n_blocks):
                 kind, j = self._newest()

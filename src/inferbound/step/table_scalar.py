@@ -176,28 +176,31 @@ class ScalarSteps:
             base = self._runs[n] = self._base(n, n)
         return dec, n, base
 
-    def decode_run(self, dec_ctx):
+    def decode_run(self, dec_ctx, total: float | None = None):
         """``price(s)`` = :meth:`step` (``dec_ctx`` + s) for s = 0, 1, ...: the decode-only steps of a run
         (sim/decode_run.py) with the tables read once, for the run's n sequences (:meth:`_base` at T = S = n);
         None on the general path (:meth:`step` prices each). Per attention kind a step's decode pairs and
         cached tokens read are Σ_j kind_reads(c_j + s + 1) (sequence_sums): for full attention
         D_0 + n·s with D_0 = Σ_j (c_j + 1) (whole numbers: exact), summed per step for a window. Each step
-        is then :meth:`_attended` on those sums, so the numbers are step's own (tests/test_sim_fast_paths.py)."""
+        is then :meth:`_attended` on those sums, so the numbers are step's own (tests/test_sim_fast_paths.py).
+        ``total``: Σ_j c_j when the caller keeps it (sim/batch.py ``csum``; whole numbers: the same float)."""
         run = self._run_base(dec_ctx)
         if run is None:
             return None
         dec, n, base = run
         nf, attended, kinds = float(n), self._attended, self._kinds
         # full attention: Σ_j kind_reads(c_j + 1) = Σ_j c_j + n (whole numbers: exact)
+        if total is None:
+            total = float(np.add.reduce(dec))
         if len(kinds) == 1 and kinds[0][0] == "full":  # one full-attention kind (dense models)
-            kind, d0 = kinds[0], float(np.add.reduce(dec)) + nf
+            kind, d0 = kinds[0], total + nf
 
             def price(s: int) -> tuple[float, float]:
                 d = d0 + nf * s
                 return attended(base, {kind: (d, 0.0, d)}, n)
             return price
 
-        total = float(np.add.reduce(dec)) + nf
+        total += nf
         kinds = [(k, total if k[0] == "full" else None) for k in kinds]
         after = dec + 1.0
 
@@ -234,17 +237,18 @@ class ScalarSteps:
         t = busy + comm + over + self._o_step
         return t, self._power_array(flops, moved, t)
 
-    def decode_run_array(self, dec_ctx):
+    def decode_run_array(self, dec_ctx, total: float | None = None):
         """``prices(s)`` = (seconds, watts per GPU) arrays of :meth:`decode_run`'s ``price`` at each whole s
         of the float array ``s``: the run's steps priced in one numpy evaluation from the same per-run
         constants (:meth:`_base` at T = S = n, D_0) and the same float operations (:meth:`_attended_array`);
         None on the general path. Equal to ``price(s)`` bit for bit where numpy's pow/expm1 are the C
-        library's (tests/test_decode_run_vector_parity.py)."""
+        library's (tests/test_decode_run_vector_parity.py). ``total``: Σ_j c_j, as :meth:`decode_run`."""
         run = self._run_base(dec_ctx)
         if run is None:
             return None
         dec, n, base = run
-        nf, total, after = float(n), float(np.add.reduce(dec)) + float(n), dec + 1.0
+        nf, after = float(n), dec + 1.0
+        total = (float(np.add.reduce(dec)) if total is None else total) + nf
         kinds = self._kinds
 
         def prices(s: np.ndarray):
@@ -255,7 +259,7 @@ class ScalarSteps:
             return self._attended_array(base, att, n)
         return prices
 
-    def decode_run_table(self, dec_ctx):
+    def decode_run_table(self, dec_ctx, total: float | None = None):
         """``prices_at(s0, m)`` = :meth:`decode_run_array`'s ``prices(np.arange(s0, s0 + m))``, read from a table
         kept by content. With one full-attention kind a decode-only step of n sequences is priced from n and its
         decode pairs D = D_0 + n·s alone (:meth:`_base` at T = S = n; D = Σ_j (c_j + 1) + n·s), so the price of
@@ -264,7 +268,8 @@ class ScalarSteps:
         values of q, computed the first time a run reaches it (elementwise float operations: each entry is the
         float ``prices`` gives at that D, tests/test_decode_run_vector_parity.py). A fleet replica's small
         batches meet the same (n, D) run after run; None for more than TABLE_SEQS sequences (a large batch's
-        D rarely repeats), another attention kind, or the general path. Arrays returned are read-only views."""
+        D rarely repeats), another attention kind, or the general path. Arrays returned are read-only views.
+        ``total``: Σ_j c_j, as :meth:`decode_run`."""
         run = self._run_base(dec_ctx)
         if run is None:
             return None
@@ -273,7 +278,7 @@ class ScalarSteps:
         if n > TABLE_SEQS or len(kinds) != 1 or kinds[0][0] != "full":
             return None
         kind, nf, table, size = kinds[0], float(n), self._table, TABLE_BLOCK
-        d0 = int(np.add.reduce(dec)) + n  # whole numbers: exact
+        d0 = int(np.add.reduce(dec) if total is None else total) + n  # whole numbers: exact
         rho, q0 = d0 % n, d0 // n
         attended = self._attended_array
 
