@@ -18,14 +18,16 @@ def check_layout(m: ModelSpec, gpu: GPU, par: Parallelism) -> None:
         raise ValueError(f"tp={par.tp} exceeds the {m.num_heads} attention heads of {m.name}; allowed: "
                          f"divisors of {m.num_heads}")
     if m.num_heads % par.tp:
-        raise ValueError(f"tp={par.tp} must divide num_heads={m.num_heads} of {m.name}")
+        divisors = ", ".join(str(d) for d in range(1, m.num_heads + 1) if m.num_heads % d == 0)
+        raise ValueError(f"tp={par.tp} must divide num_heads={m.num_heads} of {m.name}; allowed: tp in {divisors}")
     if par.pp > m.num_layers:
-        raise ValueError(f"pp={par.pp} exceeds num_layers={m.num_layers} of {m.name}")
+        raise ValueError(f"pp={par.pp} exceeds num_layers={m.num_layers} of {m.name}; allowed: pp <= {m.num_layers}")
     if par.ep > 1 and m.moe is None:
-        raise ValueError(f"ep={par.ep} needs a mixture-of-experts model; {m.name} is dense")
+        raise ValueError(f"ep={par.ep} needs a mixture-of-experts model; {m.name} is dense; allowed: ep=1")
     if par.moe_group % par.ep:
         raise ValueError(f"ep={par.ep} must divide the GPUs sharing a MoE layer, "
-                         f"tp{'*dp' if par.attention_dp else ''}={par.moe_group} (experts reuse those GPUs)")
+                         f"tp{'*dp' if par.attention_dp else ''}={par.moe_group} (experts reuse those GPUs); "
+                         f"allowed: ep dividing {par.moe_group}")
     if par.redundant_experts and (m.moe is None or par.ep == 1):
         raise ValueError(f"redundant_experts={par.redundant_experts} needs expert parallelism (ep > 1) on a "
                          f"mixture-of-experts model; {m.name} has ep={par.ep}"

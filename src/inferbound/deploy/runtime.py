@@ -114,10 +114,16 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     budget = tier_value(tiers, mem, g.name, tp) if tiers is not None else 1 << 20
     seqs = tier_value(p.max_seqs, mem, g.name, tp) if p.max_seqs is not None else None
     chunked = bool(p.chunked_prefill.value) if p.chunked_prefill is not None else False
+    len_note: tuple[str, ...] = ()
     if p.chunked_token_budget is not None and chunked:
         budget = p.chunked_token_budget.value
     elif tiers is not None and tiers.at_least_max_model_len and not chunked:
-        budget = max(budget, int(dep.model.max_position_embeddings))  # max_model_len defaults to the config's
+        if dep.model.max_position_embeddings is not None:
+            budget = max(budget, int(dep.model.max_position_embeddings))  # max_model_len defaults to the config's
+        else:  # no context length in config.json: the max(max_model_len, ·) term cannot be read off it
+            len_note = (f"{dep.model.name} states no max_position_embeddings: the token budget stays at the "
+                        f"profile's {budget} without the max(max_model_len, {budget}) term (vLLM then assumes "
+                        f"max_model_len 2048, vllm/config.py _get_and_verify_max_len)",)
     frac = p.kv_sizing.fraction.value if p.kv_sizing.fraction is not None else None
     rt = Runtime(
         engine=p.key, label=p.label, continuous=bool(p.continuous_batching.value), kv_rule=p.kv_sizing.rule,
@@ -153,7 +159,7 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
     feats, notes = _features(dep, rt, given)
     rt = replace(rt, **{**base, **feats}, scheduler_steps=modes.steps, stream_interval=modes.stream,
                  stream_first=modes.stream_first, overridden=tuple(sorted(given)),
-                 notes=rt.notes + notes + modes.notes)
+                 notes=rt.notes + len_note + notes + modes.notes)
     if rt.preemption == "none" and rt.reservation == "current" and given.get("preemption") == "none":
         # blocks granted as sequences grow run out under load, and an engine must then preempt someone
         raise ValueError(f"preemption='none' needs kv_reservation='max' (blocks held from admission, as TensorRT-LLM's "

@@ -221,9 +221,18 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     held = max(steady_state.held_tokens(i, o, rt.reservation, rt.block_size) for i, o in zip(mix.inputs, mix.outputs))
     caps["requests"] = num_requests
     d_max = min(caps.values())
+    if d_max < 1 and caps["kv-cache"] >= 1:  # the KV cache holds a decode: the token budget or max_num_seqs binds
+        frac, _, _ = steady_state.caps(dep, mix, None, rt, whole=False)
+        binding = min(frac, key=frac.get)
+        shown = {k: round(float(v), 3) for k, v in frac.items()}
+        raise ValueError(f"no whole decode batch fits {dep.label()} ({rt.label}): the {binding} cap allows "
+                         f"D = {frac[binding]:.3g} decodes per step beside their prompts (caps {shown}), and "
+                         f"max-throughput prices decode batches D >= 1; allowed: a larger --token-budget or "
+                         f"--max-num-seqs, a longer --output, or --scenario serving (a mean D below 1)")
     if d_max < 1:
         raise ValueError(f"no request fits: KV capacity {capacity / 1e9:.2f} GB per GPU holds {seqs_kv:.2f} "
-                         f"sequences of {held:.0f} tokens ({dep.label()}, {rt.label})")
+                         f"sequences of {held:.0f} tokens ({dep.label()}, {rt.label}); allowed: more GPUs "
+                         f"(--num-gpus, --tp), a smaller --weight-dtype or --kv-dtype, or shorter requests")
     sm = StepModel(dep, rt.token_budget * groups + groups, grid_points=MAX_THROUGHPUT_GRID)
     dec = np.arange(1, d_max + 1, dtype=float)
     t, flops, moved, cost = steady_state.step_cost(sm, rt, dec, mix)

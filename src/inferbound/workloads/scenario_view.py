@@ -91,11 +91,12 @@ def _prefix_hits(dep, rt, mix: Mix) -> dict:
                             "host_tokens": float(np.dot(mix.weights, fx.host_tokens))}}
 
 
-def step_at(dep, rt, mix: Mix, decode: float, label: str) -> dict:
-    """The time split per output token of the steady-state step at D = ``decode`` (module docstring)."""
+def step_at(dep, rt, mix: Mix, decode: float, label: str, decode_only: bool = False) -> dict:
+    """The time split per output token of the steady-state step at D = ``decode`` (module docstring);
+    ``decode_only``: its decode step alone (closed-loop waves, whose D may exceed the random-arrival caps)."""
     g = dep.par.attention_groups
     sm = StepModel(dep, rt.token_budget * g + g, grid_points=MAX_THROUGHPUT_GRID)
-    st = steady_state.steps(sm, rt, float(decode), mix)
+    st = steady_state.steps(sm, rt, float(decode), mix, decode_only=decode_only)
     split, kinds = {}, {}
     for f, c in zip(st.freq, st.costs):
         for out, parts in ((split, c.split), (kinds, c.comm_kinds)):
@@ -129,13 +130,16 @@ def serving_view(dep, s, mix: Mix) -> dict:
     rt = dep.runtime
     basis = (f"serving steady state: {s.in_service:,.1f} requests in service per replica (mean), KV of their "
              f"held tokens (reservation {rt.reservation}); activations at the token budget {rt.token_budget:,}")
-    step = step_at(dep, rt, mix, s.decode_batch, "Serving step")
     wave = getattr(s, "wave_step", None)
+    # waves: the decode step at the waves' D alone (its bound); their prefill steps are in wave_step, and the
+    # random-arrival step kinds at that D may carry more prompt tokens than the token budget runs
+    step = step_at(dep, rt, mix, s.decode_batch, "Serving step", decode_only=bool(wave))
     if wave:  # closed-loop waves (closed_loop.py): the split of the result's own TPOT, not of a random-arrival step
         split = {k: v for k, v in wave["split_s"].items() if v > 0}
         kinds = {k: v for k, v in wave["communication_s"].items() if v > 0}
+        # one bound: the result's, of the waves' own decode step at their running count (closed_loop.py)
         step.update(time_s=s.tpot_s, split_s=split, communication_s=kinds, largest_share=bound_of(split),
-                    prefill_step_share=wave["prefill_step_share"],
+                    prefill_step_share=wave["prefill_step_share"], bound=s.bound,
                     explanation=explain("Serving step in closed-loop waves, per output token", bound_of(split), split,
-                                        s.tpot_s, kinds) + f"; the decode step alone: {BOUND_WORDS[step['bound']]}")
+                                        s.tpot_s, kinds) + f"; the decode step alone: {BOUND_WORDS[s.bound]}")
     return {"memory": memory_at(dep, rt, mix, s.in_service, basis), "step": step}

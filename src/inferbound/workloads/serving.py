@@ -37,7 +37,9 @@ prefix hits, a host KV tier, or prompts longer than a prefill-first engine's ste
 random as below, and a note says why the waves are not modelled.
 
 C solves its equation by bisection on [0, C_max] (C_max: the KV-cache, token-budget and max_num_seqs
-caps, steady_state.caps, as C = D_max·(1 + p)). Open loop with no root below C_max is overload (an
+caps, steady_state.caps, as C = D_max·(1 + p), or the smaller C where the decodes asked for, C/b·share,
+reach D_max: short outputs; it may be below one request, a long prompt chunked over steps; only a KV cache
+holding less than one request is refused). Open loop with no root below C_max is overload (an
 error naming the capacity). Closed loop with N_r·E2E/(E2E + Z) > C_max keeps C = C_max in service and
 the rest queue: requests/s X = C_max/E2E, each client's cycle is N_r/X (Little), and the queue wait
 W = N_r/X − Z − E2E is added to TTFT and E2E. Little's law, X·(E2E + Z) = N_r, holds by construction.
@@ -52,6 +54,7 @@ b·P(step) + (1 − b)·P_idle (energy.power_w). ``error_bands``: the calibratio
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -140,10 +143,15 @@ class _Replica:
         caps, self.capacity, _ = steady_state.caps(dep, mix, None, self.rt, whole=False)
         self.caps = caps
         self.d_max = min(caps.values())
-        self.c_max = float(steady_state.concurrency(self.d_max, mix, self.rt))
-        if self.c_max < 1 - 1e-9:  # fewer than one request in flight (the caps are fractional: a mean D)
+        self.c_caps = float(steady_state.concurrency(self.d_max, mix, self.rt))
+        # refused only when the KV cache holds less than one request in flight (the caps are fractional: a mean
+        # D); a token budget below one request's tokens per decode step (long prompts, short outputs) still runs
+        # a request, its prompt chunked over several steps: it lowers the rate served, not what fits
+        if float(steady_state.concurrency(caps["kv-cache"], mix, self.rt)) < 1 - 1e-9:
             shown = {k: round(float(v), 2) for k, v in caps.items()}
-            raise ValueError(f"no request fits the KV cache of {dep.label()} ({self.rt.label}): caps {shown}")
+            raise ValueError(f"no request fits the KV cache of {dep.label()} ({self.rt.label}): caps {shown}; "
+                             f"allowed: more GPUs (--num-gpus, --tp), a smaller --weight-dtype or --kv-dtype, a "
+                             f"larger --memory-fraction, or shorter requests")
 
     def busy(self, c):
         """(b, the share of arrivals that find the engine busy), arrays over C."""
@@ -166,7 +174,8 @@ class _Replica:
         for _ in range(_REFINE):
             # the decodes at C, never past the caps' D_max (token budget, KV, max_num_seqs): the refined share can
             # exceed the first guess (o − 1)/o when TTFT < one decode step, and a step past the budget is not run
-            d = np.clip(c / b * share, 1e-9, self.d_max)
+            free = c / b * share
+            d = np.clip(free, 1e-9, self.d_max)
             st = steady_state.steps(self.sm, self.rt, d, mix)
             t = st.per_token("time")
             if rate is None:
@@ -180,7 +189,24 @@ class _Replica:
             share = np.minimum((o - 1) * t / mean_e2e, 1.0)
             rate = c / mean_e2e  # Little's law in service
         return dict(c=c, b=b, d=d, t=t, flops=st.per_token("flops"), bytes=st.per_token("bytes"), cost=st.decode,
-                    ttft=ttft, e2e=e2e, mean_e2e=mean_e2e, u=u)
+                    ttft=ttft, e2e=e2e, mean_e2e=mean_e2e, u=u, free=free)
+
+    @cached_property
+    def c_max(self) -> float:
+        """The most requests in service the caps carry: C_caps = D_max·(1 + p), or less where the decodes the
+        requests in service ask for, C/b·share, reach D_max first (short outputs: share = (O − 1)·t/E2E is
+        small, so D = D_max is reached below C_caps). Past that C the clipped D = D_max serves no more tokens,
+        and λ = C/E2E would count requests the steps do not run; found on the grids of ``solve``."""
+        def over(c):
+            return np.asarray(self.at(c)["free"], dtype=float) > self.d_max * (1 + 1e-9)
+        lo, hi = 0.0, self.c_caps
+        if not over(hi):
+            return hi
+        for _ in range(_ROUNDS):
+            c = np.linspace(lo, hi, _GRID + 1)[1:]
+            j = int(np.argmax(over(c)))  # the first C past D_max (hi is one)
+            lo, hi = (lo if j == 0 else float(c[j - 1])), float(c[j])
+        return lo
 
     def point(self, c: float) -> dict:
         """``at`` for one C, as floats."""
@@ -201,6 +227,11 @@ class _Replica:
             j = int(np.argmin(above)) if not above.all() else _GRID - 1
             lo, hi = (lo if j == 0 else float(c[j - 1])), float(c[j])
         return self.point((lo + hi) / 2), False
+
+
+def _count(c: float) -> str:
+    """A mean count of requests: whole from 10 up, two digits below (0.5 when long prompts bind the budget)."""
+    return f"{c:,.0f}" if c >= 10 else f"{c:.2g}"
 
 
 def _wave_reason(dep: Deployment, mix: Mix, clients: float, think_time: float) -> str | None:
@@ -337,7 +368,7 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         if capped:
             x_max = point["c"] / point["mean_e2e"] * reps
             raise ValueError(f"rate={rate:g} req/s overloads {dep.label()}: it serves at most {x_max:.3g} req/s "
-                             f"({min(r.caps, key=r.caps.get)} holds {r.c_max:.0f} requests per replica); allowed: "
+                             f"({min(r.caps, key=r.caps.get)} holds {_count(r.c_max)} requests per replica); allowed: "
                              f"rate < {x_max:.3g}, or more replicas")
         x, wait = lam, 0.0
     ttft = [a + wait for a in point["ttft"]]
@@ -350,7 +381,7 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
     out_tok_s = x * mix.mean_output * reps
     dps = dollars_per_second(dep.gpu, dep.num_gpus)
     if capped:
-        notes.append(f"{min(r.caps, key=r.caps.get)} holds {r.c_max:.0f} requests per replica: the other "
+        notes.append(f"{min(r.caps, key=r.caps.get)} holds {_count(r.c_max)} requests per replica: the other "
                      f"{clients - point['c']:.0f} clients wait {wait * 1e3:,.0f} ms in the queue")
     if point["u"] >= steady_state.MAX_PREFILL_UTILIZATION:
         notes.append(f"prefill work arrives at {point['u']:.2f} of what one prompt at a time can take; the "

@@ -292,6 +292,10 @@ def estimate(deployment: Deployment | None = None, batch: int = 8, input_len: in
     e2e = ttft + (output_len - 1) * tpot
     if not mem.fits:
         warnings.append(f"does not fit: {mem.reason}; every figure is hypothetical")
+    if output_len == 1:  # TPOT is not a time of this run; vLLM's benchmark leaves it out too
+        warnings.append(f"output_len=1: no decode step runs (end-to-end = TTFT); TPOT {tpot * 1e3:,.2f} ms is the "
+                        f"decode step that would follow, for reference (vLLM benchmarks/benchmark_serving.py "
+                        f"calculate_metrics counts TPOT only where output_len > 1)")
     if prefix.groups(dep.runtime) > 1 and prefix.active(dep.runtime):
         warnings.append(f"prefix_groups={prefix.groups(dep.runtime)}: a static batch counts every prompt as a hit of its "
                         f"group's prefix (warm cache); the steady-state scenarios derive the hit share (prefix.py)")
