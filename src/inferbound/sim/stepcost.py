@@ -9,6 +9,14 @@ cost (step/speculative.draft_fixed_s). A verified sequence gains 1 + j tokens, j
 i.i.d. per step: P(j ≥ i) = a^i for i ≤ k, so j = min(k, ⌊ln u / ln a⌋) for u uniform on (0, 1]
 (E[1 + j] = τ, speculative.tokens_per_step).
 
+Kept prices: a speculative step's price is a function of its inputs alone (the acceptance draws are
+:meth:`StepPricer.produced`'s), so it is kept by them. Where every attention kind of the target and the
+draft is full attention and neither has state-space layers, a step's loads depend on the contexts c_j only
+through n and Σ c_j (verify: per sequence q·c_j + q(q + 1)/2 pairs and c_j + q reads; the draft: c_j + 1;
+whole numbers, so Σ c_j is exact in any order), so the key is (n, Σ c_j, chunks, mode), as
+StepModel.decode_run_table keeps a plain decode step by (n, D); otherwise the contexts themselves are the
+key. The same floats as pricing every step (tests/test_sim_spec_parity.py).
+
 Host tier (offload.py): blocks in use beyond the device's are read over the host link every step,
 t_host = blocks·block bytes/β_host, and the step lasts max(0, t_host − ω·t) longer.
 """
@@ -16,9 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..operators import attention_kinds
 from ..pricing.energy import power_w
 from ..step.contract import of_sequences
 from ..step.speculative import draft_fixed_s, verify_sequences_load, widened, with_verify_host
+
+
+KEPT_STEPS = 1 << 16  # speculative step prices kept per replica (StepPricer.price), the oldest dropped first
 
 
 class StepPricer:
@@ -37,9 +49,31 @@ class StepPricer:
         self.surv = np.zeros(1) if self.spec is None else self.spec.survival()
         if self.spec is None:  # nothing to add: the step model's own price (one call less per step)
             self.price = sm.step
+            return
+        # the steps' prices kept by what determines them (module docstring: kept prices)
+        self._kept: dict = {}
+        models = [self.dep.model] + ([] if self.drafter is None or self.drafter.model is None else
+                                     [self.drafter.model])
+        self._by_sum = all(m.ssm is None and all(k[0] == "full" for k in attention_kinds(m)) for m in models)
 
     def price(self, dec_ctx, chunks, mode: str) -> tuple[float, float]:
-        """(seconds, watts per GPU) of a step of decodes at ``dec_ctx`` and prefill ``chunks``."""
+        """(seconds, watts per GPU) of a step of decodes at ``dec_ctx`` and prefill ``chunks``: the
+        priced step of :meth:`_priced`, kept by (n, Σ c_j or the contexts themselves, chunks, mode)."""
+        if self.spec is None:
+            return self.sm.step(dec_ctx, chunks, mode)
+        dec = np.asarray(dec_ctx, dtype=float)
+        key = (dec.size, float(np.add.reduce(dec)) if self._by_sum else tuple(dec.tolist()),
+               tuple(chunks), mode)
+        hit = self._kept.get(key)
+        if hit is None:
+            hit = self._priced(dec_ctx, chunks, mode)
+            if len(self._kept) >= KEPT_STEPS:
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = hit
+        return hit
+
+    def _priced(self, dec_ctx, chunks, mode: str) -> tuple[float, float]:
+        """:meth:`price` itself: the verify pass, the draft's passes (module docstring)."""
         n = len(dec_ctx)
         if self.spec is None or (n == 0 and self.dsm is None):
             return self.sm.step(dec_ctx, chunks, mode)

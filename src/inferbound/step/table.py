@@ -25,6 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..base.numeric import fast_ndim
 from ..deploy.deployment import Deployment
 from ..pricing.energy import power_w
 from ..operators import _merged_groups, attention_ops, body_ops, head_ops, mixer_ops
@@ -180,6 +181,14 @@ class _Exact:
 
 
 _OPS_CACHE: OrderedDict = OrderedDict()  # (model, dtypes, par, stage, grid) -> body and head ops
+KEPT_WORKS = 1 << 16  # body/head Works kept per step model (StepModel._stage_works), the oldest dropped first
+
+
+def _keep(memo: dict, key, value) -> None:
+    """Keep ``value`` under ``key`` in a step model's Work memo, bounded by KEPT_WORKS entries."""
+    if len(memo) >= KEPT_WORKS:
+        del memo[next(iter(memo))]
+    memo[key] = value
 
 
 def _stage_ops(dep: Deployment, stage: int, grid: np.ndarray):
@@ -245,35 +254,54 @@ class StepModel(ScalarSteps):
                 self.head, self._exact_head = priced(head)
         self.pp = dep.par.pp
         self._scalar = None
+        self._works: dict = {}  # (stage, T, graph kind) -> body Work; ("head", S) -> head Works (_stage_works)
 
     # -- the contract, tabulated -------------------------------------------------------------------
     def _stage_works(self, mb: StepLoad, kind=G.EAGER) -> list[Work]:
         dep = self.dep
         out = []
+        # plain-number T and S (a simulator step): the body and head Work of each are kept per step model,
+        # the same Work objects added in the same order, so the same floats (tests/test_sim_spec_parity.py)
+        memo = self._works if fast_ndim(mb.tokens) == 0 and fast_ndim(mb.sampled) == 0 and fast_ndim(kind) == 0 \
+            else None
         for i, ((layers, first, last), body, ex) in enumerate(zip(self.stages, self.body, self._exact_body)):
-            w = body.at(mb.tokens)
-            d = graph_delta(dep, i, kind)
-            if not (np.ndim(d) == 0 and d == 0.0):
-                split = dict(w.split)
-                split["overhead"] = split["overhead"] + d
-                w = Work(split, w.comm_kinds, w.flops, w.bytes)
-            if ex is not None:
-                w = w + ex.work(mb.tokens)
+            key = None if memo is None else (i, float(mb.tokens), kind)
+            w = None if key is None else memo.get(key)
+            if w is None:
+                w = body.at(mb.tokens)
+                d = graph_delta(dep, i, kind)
+                if not (np.ndim(d) == 0 and d == 0.0):
+                    split = dict(w.split)
+                    split["overhead"] = split["overhead"] + d
+                    w = Work(split, w.comm_kinds, w.flops, w.bytes)
+                if ex is not None:
+                    w = w + ex.work(mb.tokens)
+                if key is not None:
+                    _keep(memo, key, w)
             if last:
-                w = w + self.head.at(mb.sampled)
-                if self._exact_head is not None:
-                    w = w + self._exact_head.work(mb.sampled)
-            att = attention_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
-                                mb.attention, mb.tokens, mb.sampled)
-            scans = mixer_ops(dep.model, dep.dtypes, dep.par, layers if layers is not None else self._all_layers,
-                              mb.seqgroups)
+                hkey = None if memo is None else ("head", float(mb.sampled))
+                h = None if hkey is None else memo.get(hkey)
+                if h is None:
+                    h = (self.head.at(mb.sampled),
+                         None if self._exact_head is None else self._exact_head.work(mb.sampled))
+                    if hkey is not None:
+                        _keep(memo, hkey, h)
+                w = w + h[0]
+                if h[1] is not None:
+                    w = w + h[1]
+            groups = layers if layers is not None else self._all_layers
+            att = attention_ops(dep.model, dep.dtypes, dep.par, groups, mb.attention, mb.tokens, mb.sampled)
+            scans = mixer_ops(dep.model, dep.dtypes, dep.par, groups, mb.seqgroups)
             w = w + price_ops(att + scans, dep.gpu, dep.compute_dtype, dep.dtypes.kv_dtype, kernels=self._kernels)
             out.append(w.with_overlap(dep.par.comm_overlap))
         return out
 
     @property
     def _all_layers(self):
-        return _merged_groups(self.dep.model)
+        groups = self.__dict__.get("_groups_kept")
+        if groups is None:  # the model's merged layer groups, read once per step model
+            groups = self._groups_kept = _merged_groups(self.dep.model)
+        return groups
 
     def _check(self, tokens) -> None:
         if np.any(np.asarray(tokens) > self.max_tokens + 1e-9):
