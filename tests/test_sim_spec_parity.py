@@ -40,9 +40,8 @@ LOAD = dict(rate=3.0, requests=60, input_dist="normal:700:300", output_dist="nor
             max_num_batched_tokens=512, seed=3)
 
 
-# a tree's verify pass adds N = 6 tokens per sequence where the scheduler budgets k + 1 = 4 (seen, not
-# mended here: a 512-token budget then meets steps of 514 tokens), so the tree runs under the engine's budget
-BUDGET = {"tree": None}
+# every case under the same budget (a tree's verify pass budgets its N = 6 tokens per sequence: test below)
+BUDGET: dict = {}
 
 
 def _load(name):
@@ -104,3 +103,11 @@ def test_window_model_keyed_by_contexts():
     assert reads([100.0, 8000.0]) == 101 + 4096
     assert reads([4050.0, 4050.0]) == 4051 + 4051
     assert p.price([100.0, 8000.0], (), "stream") != p.price([4050.0, 4050.0], (), "stream")
+
+
+def test_tree_verify_budgets_its_n_tokens_per_sequence():
+    """A tree verify pass puts N = spec_draft_tokens tokens per sequence in the step, not k + 1: with k = 3, N = 6 and a
+    512-token budget the scheduler once budgeted 4 per sequence and met a 514-token step (the step table refuses
+    steps past its budget). Now every step's scheduled tokens fit: 6 per verifying sequence + prompt chunks <= 512."""
+    out = simulate(_dep("tree"), **LOAD)
+    assert out.summary["completed"] == LOAD["requests"]

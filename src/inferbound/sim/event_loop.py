@@ -93,6 +93,12 @@ class SimConfig:
         return 0 if self.spec is None else int(self.spec.k)
 
     @property
+    def spec_q(self) -> int:
+        """Query tokens a verifying sequence puts in the step budget: k + 1, or N for a tree (deploy/speculative.py
+        ``verify_tokens``); 1 without speculation."""
+        return 1 if self.spec is None else int(self.spec.verify_tokens)
+
+    @property
     def disaggregated(self) -> bool:
         return self.prefill_replicas > 0
 

@@ -113,6 +113,7 @@ class Replica(BlockRules, StepApply):
         self.energy_j_per_gpu = 0.0
         self.pricer = StepPricer(sm, cfg, extras)
         self.spec_k = cfg.spec_k  # drafted tokens per decode (0: no speculative decoding)
+        self.spec_q = cfg.spec_q  # budget tokens of one verifying sequence: k + 1, a tree's N
         self.cache = PrefixCache(pool, pool.block_size) if cfg.prefix_caching and role != "decode" else None
         self.device_blocks = cfg.device_blocks  # None: every block is on the GPU
         self.plan = StepPlan()  # the step being planned (start_step)
@@ -190,7 +191,7 @@ class Replica(BlockRules, StepApply):
             if n_blocks:
                 pool.allocate(n_blocks)  # the room just checked
                 dec.blocks[:dec.n] += need
-        plan.left -= dec.n * (self.spec_k + 1)
+        plan.left -= dec.n * self.spec_q
 
     def _continue_prefills(self, plan: StepPlan) -> None:
         """(2) Partially prefilled sequences continue, oldest first, with min(K − C, budget left) tokens
@@ -281,7 +282,7 @@ class Replica(BlockRules, StepApply):
             extra_s += self.pricer.host_seconds(in_use - self.device_blocks, run_s)
         dur = run_s + extra_s
         end = t + dur
-        dec_tokens = n_dec * (self.spec_k + 1) if self.spec_k else n_dec
+        dec_tokens = n_dec * self.spec_q if self.spec_k else n_dec
         ledger.record_step(t, dur, dec_tokens, self.budget - plan.left - dec_tokens, len(self.waiting),
                            n_dec + len(self.prefilling), used, self.index, watts)
         self.busy_s += dur
