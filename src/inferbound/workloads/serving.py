@@ -11,7 +11,9 @@ service (prefilling or decoding); the engine is busy a share b of the time:
 
 While busy, C/b requests are in service, D = (C/b)·(Ō − 1)·t/E2E of them decoding (their share of a
 request's life), and the mean step per output token is t(D) (steady_state.steps: D decodes, and the
-D·p prompts that keep D constant arriving in lumps, so some steps carry prefill). Per length class c
+D·p prompts that keep D constant arriving in lumps, so some steps carry prefill). The share s =
+(O − 1)·t/E2E is a fixed point (``_Replica.at``: plain passes, bisection on s where they do not settle),
+so requests/s = C/E2E = b·D/((O − 1)·t(D)) is what the priced D serves. Per length class c
 (lengths.py), with requests arriving at X = C/E2E per second (Little's law in service):
 
     ITL = TPOT = t(D)       (TPOT excludes the first token; equal here: every decode step is alike)
@@ -73,6 +75,8 @@ from .max_throughput import MAX_THROUGHPUT_GRID
 
 PERCENTILES = (50, 90, 99)
 _REFINE = 4  # fixed-point passes for the decode share and the arrival rate at a given C
+_SETTLED = 1e-3  # the passes have settled where the share moves by less than this (relative); else bisection
+_BISECT = 30  # bisection halvings of the share on [0, 1] (width 2^-30)
 _GRID, _ROUNDS = 48, 4  # the root of C: 4 grids of 48 points, bracket width C_max / 48^4
 
 
@@ -163,33 +167,57 @@ class _Replica:
         share = np.minimum(c / n, 1.0)
         return 1.0 - (1.0 - share) ** n, 1.0 - (1.0 - share) ** max(n - 1, 0)
 
+    def _pass(self, c, b, seen, share, rate=None):
+        """One evaluation at C = ``c`` with the decode share ``share``: (the share it implies, (O − 1)·t/E2E,
+        and its figures). ``rate``: arrivals/s; default c·share/((O − 1)·t), the rate at which ``share`` holds."""
+        mix, o = self.mix, self.mix.mean_output
+        # the decodes at C, never past the caps' D_max (token budget, KV, max_num_seqs): the refined share can
+        # exceed the first guess (o − 1)/o when TTFT < one decode step, and a step past the budget is not run
+        free = c / b * share
+        d = np.clip(free, 1e-9, self.d_max)
+        st = steady_state.steps(self.sm, self.rt, d, mix)
+        t = st.per_token("time")
+        if rate is None:
+            rate = c * share / np.maximum((o - 1) * t, 1e-12) if o > 1 else c / np.maximum(o * t, 1e-12)
+        # the decodes beside a new prompt: the others in service it meets (open loop: C, PASTA;
+        # closed: C·(N_r − 1)/N_r), at the decode share
+        others = c if not self.closed else c * max(self.clients - 1, 0) / self.clients
+        ttft, _, u = steady_state.ttft(self.sm, self.rt, d, mix, st, rate, seen, beside=others * share)
+        e2e = [a + (oc - 1) * t + multistep.tail(t, self.rt) for a, oc in zip(ttft, mix.outputs)]
+        mean_e2e = sum(w * e for w, e in zip(mix.weights, e2e))
+        fig = dict(c=c, b=b, d=d, t=t, flops=st.per_token("flops"), bytes=st.per_token("bytes"), cost=st.decode,
+                   ttft=ttft, e2e=e2e, mean_e2e=mean_e2e, u=u, free=free)
+        return np.minimum((o - 1) * t / mean_e2e, 1.0), fig
+
     def at(self, c) -> dict:
-        """Every figure at C = ``c`` requests in service (arrays allowed)."""
-        mix = self.mix
+        """Every figure at C = ``c`` requests in service (arrays allowed): the decode share s = (O − 1)·t/E2E
+        is a fixed point (E2E and t depend on the D = C·s/b it implies). _REFINE plain passes find it where
+        they settle; where they do not (s moves by more than _SETTLED: a prefill queue near saturation
+        makes TTFT swing with D, so the passes oscillate between a small and a large D), bisection on
+        h(s) = s(s) − s over [0, 1] (h > 0 at s → 0, h ≤ 0 at s = 1) finds it, the arrival rate c·s/((O − 1)·t)
+        held to it. Without that, a point priced at one D would report the requests/s of another (Little's
+        law at the unsettled share: speculative decoding on a prefill-first engine gave 1.78x its capacity)."""
         c = np.asarray(c, dtype=float)
         b, seen = self.busy(c)
         b = np.maximum(b, 1e-12)
-        o = mix.mean_output
-        share, rate = (o - 1) / o, None  # decode share of a request's life and arrivals/s, refined below
+        o = self.mix.mean_output
+        share, rate = np.full_like(c, (o - 1) / o), None  # decode share of a request's life and arrivals/s
         for _ in range(_REFINE):
-            # the decodes at C, never past the caps' D_max (token budget, KV, max_num_seqs): the refined share can
-            # exceed the first guess (o − 1)/o when TTFT < one decode step, and a step past the budget is not run
-            free = c / b * share
-            d = np.clip(free, 1e-9, self.d_max)
-            st = steady_state.steps(self.sm, self.rt, d, mix)
-            t = st.per_token("time")
-            if rate is None:
-                rate = c / np.maximum(o * t, 1e-12)
-            # the decodes beside a new prompt: the others in service it meets (open loop: C, PASTA;
-            # closed: C·(N_r − 1)/N_r), at the decode share
-            others = c if not self.closed else c * max(self.clients - 1, 0) / self.clients
-            ttft, _, u = steady_state.ttft(self.sm, self.rt, d, mix, st, rate, seen, beside=others * share)
-            e2e = [a + (oc - 1) * t + multistep.tail(t, self.rt) for a, oc in zip(ttft, mix.outputs)]
-            mean_e2e = sum(w * e for w, e in zip(mix.weights, e2e))
-            share = np.minimum((o - 1) * t / mean_e2e, 1.0)
-            rate = c / mean_e2e  # Little's law in service
-        return dict(c=c, b=b, d=d, t=t, flops=st.per_token("flops"), bytes=st.per_token("bytes"), cost=st.decode,
-                    ttft=ttft, e2e=e2e, mean_e2e=mean_e2e, u=u, free=free)
+            used = share
+            share, fig = self._pass(c, b, seen, used, rate)
+            rate = c / fig["mean_e2e"]  # Little's law in service
+        off = np.abs(share - used) > _SETTLED * np.maximum(used, 1e-12)
+        if not np.any(off):
+            return fig
+        lo, hi = np.zeros_like(c), np.ones_like(c)
+        for _ in range(_BISECT):
+            mid = (lo + hi) / 2
+            implied, _ = self._pass(c, b, seen, mid)
+            up = implied > mid
+            lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        # hi: the share at which the implied one is not above it (h may jump, e.g. where the prefill queue's
+        # utilization is held at its cap): requests/s = C/E2E there never exceed what its D's steps serve
+        return self._pass(c, b, seen, hi)[1]  # on a grid, every C (settled ones move < _SETTLED)
 
     @cached_property
     def c_max(self) -> float:
