@@ -28,11 +28,16 @@ def test_vllm_063_budget_without_a_context_length_in_the_config():
     assert llama.runtime.token_budget == max(131072, 2048) == 131072
     falcon180 = make_deployment("falcon-180b", "h200_sxm", num_gpus=8, engine="vllm@0.6.3")  # states 2048
     assert falcon180.runtime.token_budget == max(2048, 2048)
-    # Falcon-40B's config.json has no max_position_embeddings: the max(·) term is dropped, and said so
+    # Falcon-40B's config.json has no max_position_embeddings: FalconConfig's default 2048 fills it (task P1,
+    # test_falcon_context_is_the_config_class_default below), so budget = max(2048, 2048)
     falcon40 = make_deployment("falcon-40b", "h200_sxm", num_gpus=2, engine="vllm@0.6.3")
-    assert falcon40.model.max_position_embeddings is None
-    assert falcon40.runtime.token_budget == 2048
-    assert any("states no max_position_embeddings" in w and "2048" in w for w in falcon40.warnings)
+    assert falcon40.model.max_position_embeddings == 2048
+    assert falcon40.runtime.token_budget == max(2048, 2048)
+    # Falcon-Mamba's config class has no context length at all: the max(·) term is dropped, and said so
+    mamba = make_deployment("falcon-mamba-7b", "h200_sxm", engine="vllm@0.6.3")
+    assert mamba.model.max_position_embeddings is None
+    assert mamba.runtime.token_budget == 2048
+    assert any("states no max_position_embeddings" in w and "2048" in w for w in mamba.warnings)
     est = estimate(falcon40, batch=1, input_len=1024, output_len=16)
     assert est.e2e_s == pytest.approx(est.ttft_s + 15 * est.tpot_s, rel=1e-12)  # E2E = TTFT + (N − 1)·TPOT
 
@@ -122,3 +127,59 @@ def test_serving_rate_past_the_decodes_cap_is_overload():
     assert 30 < x_max < 50
     ok = serving(dep, rate=30.0, input_len=1024, output_len=2)
     assert ok.output_tok_s == pytest.approx(30.0 * 2, rel=1e-9) and ok.decode_batch <= r.d_max
+
+
+def test_falcon_context_is_the_config_class_default():
+    """7. Falcon-40B's config.json states no ``max_position_embeddings``, so no context check ran and a 131,072-token
+    prompt was accepted without --allow-long-context. transformers 5.24.0 FalconConfig: ``max_position_embeddings:
+    int = 2048`` (models/falcon/configuration_falcon.py), the value the config object holds when the key is absent."""
+    from inferbound import load_model
+    m = load_model("falcon-40b")
+    assert m.max_position_embeddings == 2048
+    assert "max_position_embeddings absent: using the falcon config class default 2048 (transformers); set it if " \
+           "the checkpoint differs" in m.warnings
+    assert load_model("tiiuae/falcon-180B").max_position_embeddings == 2048  # stated in its config: no note
+    assert not any("max_position_embeddings" in w for w in load_model("tiiuae/falcon-180B").warnings)
+    # a stated length wins over the class default
+    from inferbound.model import catalog_files, parse_config
+    raw = json.loads(catalog_files()["tiiuae/falcon-40b"].read_text())
+    assert "max_position_embeddings" not in raw
+    assert parse_config({**raw, "max_position_embeddings": 8192}).max_position_embeddings == 8192
+    # 131,072 + 128 tokens > 2,048: refused in one line, exit 2
+    args = ["estimate", "falcon-40b", "--gpu", "h200_sxm", "--num-gpus", "2", "--input", "131072", "--output", "128"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2
+    assert "input_len=131072 + output_len=128 = 131,200 tokens exceeds max_position_embeddings=2,048" in r.output
+
+
+def test_shared_prefix_longer_than_the_prompt_is_refused():
+    """8. ``--shared-prefix-len 200000 --input 16`` was accepted silently (the hit capped at I − 1 = 15, whole
+    blocks: 0 tokens). The option is a system prompt every request shares (docs/features/prefix-caching.md), a part
+    of each prompt, so a fixed prompt of I tokens holds at most S = I of it."""
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--input", "16", "--shared-prefix-len", "200000"])
+    assert r.exit_code == 2
+    line = ("shared_prefix_len=200000 exceeds input_len=16: the shared prefix is a system prompt inside every "
+            "request's prompt; allowed: shared_prefix_len <= input_len (16)")
+    assert line in r.output and len(r.output.strip().splitlines()) == 1
+    # S = I: every prompt is the system prompt; the hit is ⌊(I − 1)/b⌋·b = ⌊1023/16⌋·16 = 1008 tokens (vLLM block 16)
+    from inferbound.deploy import prefix
+    dep = make_deployment("llama-3.1-8b", "h100_sxm", engine_options={"shared_prefix_len": 1024})
+    prefix.check_shared_prefix(dep.runtime, 1024)
+    assert float(prefix.hit_tokens(dep.runtime, 1024)) == 1008.0
+    with pytest.raises(ValueError, match=r"^shared_prefix_len=1024 exceeds input_len=1023: "):
+        prefix.check_shared_prefix(dep.runtime, 1023)
+    ok = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--input", "1024", "--shared-prefix-len", "1024"])
+    assert ok.exit_code == 0, ok.output
+    # lengths that vary are not refused: a class shorter than S hits ⌊(I_c − 1)/b⌋·b (the formula's cap)
+    assert float(prefix.hit_tokens(dep.runtime, 100)) == 96.0  # ⌊99/16⌋·16
+
+
+def test_shared_prefix_longer_than_the_prompt_is_refused_by_the_api():
+    from fastapi.testclient import TestClient
+
+    from inferbound.web import create_app
+    r = TestClient(create_app()).post("/api/estimate", json={"model": "llama-3.1-8b", "input_len": 16,
+                                                             "shared_prefix_len": 200000})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "shared_prefix_len"]
+    assert r.json()["detail"][0]["msg"].endswith("allowed: shared_prefix_len <= input_len (16)")

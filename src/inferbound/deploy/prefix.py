@@ -76,6 +76,19 @@ def hit_tokens(rt, input_len):
     return np.clip(whole_blocks(np.minimum(want, i - 1), rt.block_size), 0.0, None)
 
 
+def check_shared_prefix(rt, input_len) -> None:
+    """Refuse a shared prefix longer than a fixed prompt: S (--shared-prefix-len) is a system prompt inside
+    every request's prompt, so a prompt of I tokens holds at most S = I of it (that prompt hits
+    ⌊(I − 1)/b⌋·b, ``hit_tokens``); S > I cannot be, and is a one-line ValueError naming the field. Lengths
+    that vary are not checked: a class shorter than S hits ⌊(I_c − 1)/b⌋·b (docs/features/prefix-caching.md)."""
+    s = int(getattr(rt, "shared_prefix_len", 0) or 0)
+    if input_len is None or not s or s <= int(input_len):
+        return
+    raise ValueError(f"shared_prefix_len={s} exceeds input_len={int(input_len)}: the shared prefix is a system "
+                     f"prompt inside every request's prompt; allowed: shared_prefix_len <= input_len "
+                     f"({int(input_len)})")
+
+
 def cached_tokens(rt, input_len):
     """P for a prompt that hits (``hit_tokens``); with G > 1 groups the share that hits is the steady
     state's (workloads/features.py scales it by device_share + host_share)."""

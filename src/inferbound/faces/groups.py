@@ -32,6 +32,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..deploy.contextlen import context_note
+from ..deploy.prefix import check_shared_prefix
 from ..workloads.lengths import from_options
 from . import options as opts
 from .opt import REQUIRED, Opt
@@ -286,9 +287,11 @@ def context_checked(dep, values, flag: str):
     """``dep``, or with the long-context warning among its notes when ``input_len + output_len`` of option
     ``values`` exceeds the model's context and ``allow_long_context`` (deploy/contextlen.py: a one-line
     ValueError without it; ``flag``: how the caller's face names the allowance). Lengths from a trace, a
-    dataset profile or a distribution vary and are not checked."""
+    dataset profile or a distribution vary and are not checked, here nor for a --shared-prefix-len longer than a
+    fixed prompt (refused: deploy/prefix.check_shared_prefix)."""
     get = values.get if isinstance(values, dict) else lambda k: getattr(values, k, None)
     if get("input_len") is None or not fixed_lengths(values):
         return dep
+    check_shared_prefix(dep.runtime, get("input_len"))  # a system prompt longer than the prompt (deploy/prefix.py)
     note = context_note(dep.model, get("input_len"), get("output_len"), bool(get("allow_long_context")), flag=flag)
     return dep if note is None or note in dep.notes else replace(dep, notes=(*dep.notes, note))

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..base.datafiles import data_yaml
 from .family_table import ALIASES, SUPPORTED, builders
+from .fields import sized
 from .quant import implied_by_id, parse_quantization, published
 from .spec import ModelSpec
 from .towers import read_towers
@@ -240,9 +241,7 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
     family = _family(r, raw, assume_family)
     defaults, size_defaults = _family_tables(family)
     fields = builders()[family](r, family, defaults, size_defaults)
-    fields.update(name=name, family=family,
-                  max_position_embeddings=r.opt_int("max_position_embeddings", "n_positions", kind="tokens")
-                  or defaults.get("max_position_embeddings"))
+    fields.update(name=name, family=family, max_position_embeddings=_context_length(r, family, defaults, size_defaults))
     width = fields["hidden_size"]
     fields["quantization"] = parse_quantization(r, raw.get("quantization_config"), width)
     dt = raw.get("torch_dtype") or raw.get("dtype")
@@ -265,6 +264,21 @@ def parse_config(raw: dict[str, Any], name: str = "custom", overrides: dict[str,
         return ModelSpec.model_validate(fields, strict=True)
     except ValueError as e:
         raise ConfigError(f"model {name}: {_first_error(e)}") from None
+
+
+def _context_length(r: Reader, family: str, defaults: dict, size_defaults: dict) -> int | None:
+    """The context length the engine reads (vLLM's max_model_len from the config object): the config's
+    ``max_position_embeddings`` (or ``n_positions``); where absent, the config class's default as transformers
+    fills it, silently where it is the family's own (``defaults``: Gemma 3's 131072, OPT's 2048), said where it
+    is one published model's (``size_defaults``: FalconConfig's 2048, which Falcon-40B's config.json relies on,
+    data/model_families.yaml); None where the class has none (no context check)."""
+    keys = ("max_position_embeddings", "n_positions")
+    stated = r.opt_int(*keys, kind="tokens")
+    if stated is not None:
+        return stated
+    if not any(k in defaults or k in size_defaults for k in keys):
+        return None
+    return sized(r, family, defaults, size_defaults, *keys, kind="tokens")
 
 
 def _apply_variant(r: Reader, fields: dict, v: Variant) -> None:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pydantic import BaseModel
 
 from ..deploy.deployment import Deployment, make_deployment
+from ..deploy.prefix import check_shared_prefix
 from .errors import ApiError, log, to_api_error
 from .modelsource import resolve_model
 from .schemas import DeploymentIn
@@ -34,7 +35,10 @@ def deployment(req: DeploymentIn) -> Deployment:
     """The validated deployment of a request (model from the catalog or the pasted config only)."""
     spec = resolve_model(req)
     with computing(req):
-        return make_deployment(model=spec, **req.deployment_kwargs())
+        dep = make_deployment(model=spec, **req.deployment_kwargs())
+        if all(getattr(req, k, None) in (None, "fixed") for k in ("input_dist", "output_dist", "dataset", "trace")):
+            check_shared_prefix(dep.runtime, getattr(req, "input_len", None))  # fixed lengths (deploy/prefix.py)
+        return dep
 
 
 LENGTH_FIELDS = ("input_dist", "output_dist", "dataset")

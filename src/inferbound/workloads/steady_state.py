@@ -110,32 +110,70 @@ def decode_context(mix: Mix) -> float:
     return float(sum(s * mean_context(i, o) for s, i, o in zip(decode_shares(mix), mix.inputs, mix.outputs)))
 
 
+#: cells (rows of D × chunk columns) ``prompt_steps`` prices in one call: its arrays' size, not a number of
+#: the model. Pricing costs about 1 µs of CPU a cell from 2^12 to 2^18 cells per call (Llama-3.1-8B on
+#: h100_sxm, a 2-core machine: benchmarks/bench_prompt_steps.py), so the block is kept small: that benchmark's
+#: whole process peaks at 0.09 GB resident pricing 6.3 million chunks
+PROMPT_CELLS = 1 << 16
+
+
 def prompt_steps(sm, decode, context, chunk, prompt: float, cached: float = 0.0, fx: Features | None = None):
     """(seconds, joules per GPU) of the steps that carry one prompt of ``prompt`` new tokens after ``cached``
     ones in chunks of ``chunk`` beside ``decode`` decodes at ``context`` (arrays over D; module
-    docstring); ``fx``: the runtime's features (verify passes, drafts, host reads)."""
+    docstring); ``fx``: the runtime's features (verify passes, drafts, host reads).
+
+    Chunk j of a row is the same step load at past P + j·chunk (P = ``cached``), so its full chunks
+    (rest ≥ chunk) are priced as one array over (D, chunk index), at most PROMPT_CELLS cells per call,
+    and the last partial chunk (0 < rest < chunk) once after them. past and rest advance by sequential
+    sums (``np.cumsum``) and the times are summed in chunk order, so each row gets the floats of the
+    chunk-by-chunk loop (tests/test_prompt_steps.py)."""
     dec = np.asarray(decode, dtype=float)
-    rest = np.full(np.broadcast(dec, chunk).shape, float(prompt))
-    past = np.full_like(rest, float(cached))
-    secs, joules = np.zeros_like(rest), np.zeros_like(rest)
-    dep = sm.dep
-    while np.any(rest > 0):
-        c = np.minimum(chunk, rest)
-        on = c > 0
+    shape = np.broadcast(dec, chunk).shape
+    d = np.broadcast_to(dec, shape).reshape(-1)
+    ch = np.broadcast_to(np.asarray(chunk, dtype=float), shape).reshape(-1)
+    if np.any(~(ch > 0)):
+        raise ValueError(f"chunk={float(np.min(ch)):g}: allowed: chunk > 0 tokens")
+    ctx = np.asarray(context, dtype=float)
+    ctx = np.broadcast_to(ctx, shape).reshape(-1) if ctx.ndim else ctx
+    rows = d.size
+    past, rest = np.full(rows, float(cached)), np.full(rows, float(prompt))
+    secs, joules = np.zeros(rows), np.zeros(rows)
+    cap = max(1, PROMPT_CELLS // max(rows, 1))  # chunk columns per call
+
+    def price(dec2, ctx2, on, new, at):
+        """(seconds, joules) of the steps ``on`` (elsewhere 0) carrying ``new`` tokens after ``at``."""
+        dep, prompts = sm.dep, on.astype(float)
         if fx is None or not fx.active:
-            cost = sm.price(uniform(dep.model, decode=dec, context=context, prompts=on.astype(float), new=c,
-                                    past=past))
+            cost = sm.price(uniform(dep.model, decode=dec2, context=ctx2, prompts=prompts, new=new, past=at))
         else:
-            cost = sm.price(fx.decode_load(dep.model, dec, context)
-                            + uniform(dep.model, prompts=on.astype(float), new=c, past=past))
+            cost = sm.price(fx.decode_load(dep.model, dec2, ctx2)
+                            + uniform(dep.model, prompts=prompts, new=new, past=at))
             dm = fx.drafter.model if fx.drafter is not None else None
-            cost = fx.finish(sm, cost, dec, None if dm is None else uniform(dm, decode=dec, context=context),
-                             None if dm is None else uniform(dm, prompts=on.astype(float), new=c, past=past))
+            cost = fx.finish(sm, cost, dec2, None if dm is None else uniform(dm, decode=dec2, context=ctx2),
+                             None if dm is None else uniform(dm, prompts=prompts, new=new, past=at))
         watts = power_w(dep.gpu, dep.compute_dtype, cost.flops, cost.bytes, cost.time)
-        secs += np.where(on, cost.time, 0.0)
-        joules += np.where(on, cost.time * watts, 0.0)
-        past, rest = past + c, rest - c
-    return secs, joules
+        return np.where(on, cost.time, 0.0), np.where(on, cost.time * watts, 0.0)
+
+    def chained(start, step, width):
+        """start, start + step, (start + step) + step, ... over width + 1 columns (the loop's own sums)."""
+        cols = np.concatenate([start[:, None], np.broadcast_to(step[:, None], (rows, width))], axis=1)
+        return np.cumsum(cols, axis=1)
+
+    while np.any(rest >= ch):  # full chunks left: one call for up to ``cap`` of them per row
+        width = min(cap, int(np.max(np.floor(rest / ch))) + 1)  # ⌊rest/chunk⌋ full chunks, one more for rounding
+        at, left = chained(past, ch, width), chained(rest, -ch, width)
+        full = left[:, :width] >= ch[:, None]
+        t, j = price(d[:, None], ctx if ctx.ndim == 0 else ctx[:, None], full,
+                     np.where(full, ch[:, None], 0.0), at[:, :width])
+        secs = np.cumsum(np.concatenate([secs[:, None], t], axis=1), axis=1)[:, -1]
+        joules = np.cumsum(np.concatenate([joules[:, None], j], axis=1), axis=1)[:, -1]
+        done = full.sum(axis=1)
+        past, rest = at[np.arange(rows), done], left[np.arange(rows), done]
+    last = rest > 0  # the partial chunk: rest < chunk tokens
+    if np.any(last):
+        t, j = price(d, ctx, last, np.where(last, rest, 0.0), past)
+        secs, joules = secs + t, joules + j
+    return secs.reshape(shape), joules.reshape(shape)
 
 
 def prefill_seconds(sm, rt, decode, mix: Mix):
