@@ -46,23 +46,26 @@ def _tied(r: Reader, defaults: dict) -> bool:
     return r.bool("tie_word_embeddings", bool(defaults["tie_word_embeddings"]))
 
 
-def ctrl(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
-    c = core(r, fam, defaults, size_defaults, layers=("n_layer", "num_hidden_layers"),
-             hidden=("n_embd", "hidden_size"), heads=("n_head", "num_attention_heads"))
+def _biased_decoder(r: Reader, fam: str, defaults: dict, size_defaults: dict, keys: tuple, ffn: str,
+                    **extra) -> dict:
+    """A GPT-2-like decoder with biases everywhere, two LayerNorms per layer and an ungated MLP of width ``ffn``;
+    ``keys`` = the config's (layers, hidden, heads) names, each with its standard alias."""
+    layers, hidden, heads = keys
+    c = core(r, fam, defaults, size_defaults, layers=(layers, "num_hidden_layers"),
+             hidden=(hidden, "hidden_size"), heads=(heads, "num_attention_heads"))
     return dict(hidden_size=c["d"], num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
-                intermediate_size=sized(r, fam, defaults, size_defaults, "dff"), gated_mlp=False,
+                intermediate_size=sized(r, fam, defaults, size_defaults, ffn), gated_mlp=False,
                 qkv_bias=True, out_bias=True, mlp_bias=True, layernorm_bias=True, norms_per_layer=2,
-                lm_head_bias=True, tie_embeddings=_tied(r, defaults), layers=_full(c["n"]))
+                tie_embeddings=_tied(r, defaults), layers=_full(c["n"]), **extra)
+
+
+def ctrl(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
+    return _biased_decoder(r, fam, defaults, size_defaults, ("n_layer", "n_embd", "n_head"), "dff", lm_head_bias=True)
 
 
 def xglm(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
-    c = core(r, fam, defaults, size_defaults, layers=("num_layers", "num_hidden_layers"),
-             hidden=("d_model", "hidden_size"), heads=("attention_heads", "num_attention_heads"))
-    return dict(hidden_size=c["d"], num_heads=c["h"], num_kv_heads=c["h"], head_dim=c["hd"], vocab_size=c["vocab"],
-                intermediate_size=sized(r, fam, defaults, size_defaults, "ffn_dim"), gated_mlp=False,
-                qkv_bias=True, out_bias=True, mlp_bias=True, layernorm_bias=True, norms_per_layer=2,
-                cross_attention=flag(r, defaults, "add_cross_attention"),
-                tie_embeddings=_tied(r, defaults), layers=_full(c["n"]))
+    return _biased_decoder(r, fam, defaults, size_defaults, ("num_layers", "d_model", "attention_heads"), "ffn_dim",
+                           cross_attention=flag(r, defaults, "add_cross_attention"))
 
 
 def biogpt(r: Reader, fam: str, defaults: dict, size_defaults: dict) -> dict:
