@@ -147,8 +147,8 @@ def _tag(gpu) -> str:
 
 def _band(bands: dict, figure: str) -> str:
     """' (±24%)': the result's error band of one figure (deploy/bands.py), '' without one."""
-    b = (bands or {}).get(figure)
-    return f" (±{b:.0%})" if b is not None else ""
+    from ..deploy.operating_band import describe
+    return describe((bands or {}).get(figure))
 
 
 def show_serving(r, gpu=None, layout: str | None = None) -> None:

@@ -3,19 +3,26 @@
 With a calibration each covered row carries its error band (``band``: the relative error the
 calibration expects for that row's scenario and metric kind, widened where the row's deployment
 extrapolates beyond the fit: deploy/bands.py, the lookup every face uses), and the summary says on how
-many covered rows the truth lies inside it (``band_coverage``: |error| <= band).
+many covered rows the truth lies inside it (``band_coverage``: |error| <= band). A latency row of an open-loop
+(rate-driven) serving run carries its band through the operating point (deploy/operating_band.py): the same
+predictor re-priced at rate/(1 ± b), b the deployment's serving throughput (capacity) band; ``inf`` when the
+analytic steady state (workloads/serving.py) says rate/(1 − b) reaches its capacity. Closed-loop rows keep theirs.
 """
 from __future__ import annotations
 
 import csv
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from ..deploy.bands import band_for, kind_of
+from ..deploy.operating_band import is_overload, operating_bands
+from ..workloads.serving import serving
 from .dataset import LATENCY_METRICS, Unreadable
 from .metrics import group_summary, summarize
-from .predict import Prediction, deployment_for
+from .predict import Prediction, deployment_for, predict_serving, row_lengths
 
 ROW_FIELDS = ("case", "source", "scenario", "model", "gpu", "metric", "measured", "predicted", "error", "abs_error",
               "band", "bound", "covered", "reason")
@@ -26,6 +33,7 @@ def row_bands(preds: list[Prediction], calibration=None, gpu_files=None) -> list
     if calibration is None or not getattr(calibration, "bands", None):
         return [None] * len(preds)
     deps: dict = {}
+    priced: dict = {}  # (setup, offered rate) -> (it reaches capacity, the re-priced figures)
     out = []
     for p in preds:
         if not p.covered:
@@ -38,8 +46,48 @@ def row_bands(preds: list[Prediction], calibration=None, gpu_files=None) -> list
             except (ValueError, KeyError):
                 deps[r.setup_key] = None
         d = deps[r.setup_key]
-        out.append(None if d is None else band_for(calibration, d, r.scenario, kind_of(r.metric), p.bound))
+        b = None if d is None else band_for(calibration, d, r.scenario, kind_of(r.metric), p.bound)
+        if b is not None and kind_of(r.metric) == "latency" and open_loop(r):
+            b = _through_operating_point(calibration, d, p, b, priced)
+        out.append(b)
     return out
+
+
+def open_loop(row) -> bool:
+    """A serving row driven at a finite offered rate, predicted by the simulator (no concurrency, no replayed
+    benchmark command; ``request_rate=inf``, every prompt at once, has no operating point on the rate axis)."""
+    return row.scenario == "serving" and row.request_rate is not None and math.isfinite(row.request_rate) \
+        and row.concurrency is None and row.bench_command is None
+
+
+def _repriced(dep, row, rate: float) -> tuple[bool, dict]:
+    """(whether the analytic steady state says ``rate`` reaches the deployment's capacity: its overload
+    error, the row's predictor at offered ``rate``: predict_serving, the simulator's finite run)."""
+    try:
+        serving(dep, rate=rate, lengths=row_lengths(row), operating_band=False)
+        over = False
+    except ValueError as e:
+        if not is_overload(e):
+            raise
+        over = True
+    return over, predict_serving(dep, replace(row, request_rate=rate))
+
+
+def _through_operating_point(cal, dep, p: Prediction, own: float, priced: dict) -> float:
+    """``own`` carried through the capacity band (deploy/operating_band.py); the re-priced runs are shared
+    by a setup's rows (``priced``). A setup whose re-pricing fails keeps ``own``."""
+    r = p.row
+
+    def price(rate):
+        key = (r.setup_key, rate)
+        if key not in priced:
+            try:
+                priced[key] = _repriced(dep, r, rate)
+            except (ValueError, KeyError):
+                priced[key] = (False, {})  # no re-priced figures: the row keeps its own band
+        return priced[key]
+    cap = band_for(cal, dep, "serving", "throughput")
+    return operating_bands({r.metric: own}, {r.metric: p.predicted}, cap, r.request_rate, price)[r.metric]
 
 
 def row_records(preds: list[Prediction], unreadable: list[Unreadable] = (), calibration=None,

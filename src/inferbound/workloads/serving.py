@@ -61,6 +61,7 @@ import numpy as np
 
 from ..deploy.deployment import Deployment, make_deployment
 from ..deploy.bands import error_bands
+from ..deploy.operating_band import UNBOUNDED, estimate_bands
 from ..pricing.energy import dollars_per_second, per_million, power_w
 from ..step.explain import phase
 from ..base.datafiles import data_yaml
@@ -223,13 +224,15 @@ def _from_waves(dep: Deployment, r: "_Replica", mix: Mix, concurrency: int, requ
 
 def serving(deployment: Deployment | None = None, rate: float | None = None, concurrency: int | None = None,
             think_time: float = 0.0, input_len: float = 1024, output_len: float = 256, lengths: Mix | None = None,
-            requests: int | None = None, images: int = 0, **deployment_kwargs) -> ServingEstimate:
+            requests: int | None = None, images: int = 0, operating_band: bool = True,
+            **deployment_kwargs) -> ServingEstimate:
     """The steady state of serving at ``rate`` requests/s (open loop) or ``concurrency`` clients (closed
     loop) on the deployment's engine (module docstring). ``lengths``: a length mix in place of fixed
     ``input_len``/``output_len``. ``requests``: the closed loop's run of prompts (``vllm bench serve
     --num-prompts``; default data/closed_loop.yaml), whose first wave its means include. ``images``: images
     per request of a multimodal checkpoint (workloads/images.py): ``input_len`` of the result is text + image
-    tokens."""
+    tokens. ``operating_band``: open loop, carry the latency bands through the capacity band (the same
+    estimate re-priced at rate/(1 ± b): deploy/operating_band.py); False prices the rate alone."""
     dep = deployment or make_deployment(**deployment_kwargs)
     if (rate is None) == (concurrency is None):
         raise ValueError("give exactly one of rate (requests/s, open loop) or concurrency (clients, closed loop)")
@@ -301,4 +304,13 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         power_per_gpu_w=watts, joules_per_output_token=watts * dep.num_gpus / out_tok_s,
         usd_per_million_output_tokens=per_million(dps, out_tok_s), kv_capacity_bytes_per_gpu=r.capacity,
         engine_settings=dep.runtime.describe(), notes=notes, error_bands=error_bands(dep, "serving"))
-    return streaming.apply(est, dep.runtime, mix.outputs, mix.weights)  # a stream interval's chunks
+    est = streaming.apply(est, dep.runtime, mix.outputs, mix.weights)  # a stream interval's chunks
+    if operating_band:
+        est.error_bands = estimate_bands(est, lambda r_: serving(
+            dep, rate=r_, think_time=think_time, input_len=input_len, output_len=output_len, lengths=lengths,
+            requests=requests, images=images, operating_band=False))
+        unbounded = [f.upper() for f, v in est.error_bands.items() if v is not None and not np.isfinite(v)]
+        if unbounded:
+            est.notes.append(f"{', '.join(unbounded)}: {UNBOUNDED} (rate {rate:g} req/s reaches the capacity at "
+                             f"its low end, -{est.error_bands['throughput']:.0%}: deploy/operating_band.py)")
+    return est
