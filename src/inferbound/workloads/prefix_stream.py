@@ -15,7 +15,8 @@ step (offload.added_seconds):
     t = t_step(k prompts) + max(0, L/β_host − ω·t_step)         rate = k / t      (requests/s)
 
 Single prompt (``single_ttft``): an isolated step of the prompt, I new tokens (a miss), or I − P new
-tokens after P cached plus the wait for its own load (offload.request_wait; vLLM: the whole load).
+tokens after P cached plus the wait for its own load (offload.request_wait; vLLM: the whole load); each
+path also pays the host's hashing and lookup of the prompt's ⌊I/b⌋ full blocks (prefix.lookup_seconds).
 """
 from __future__ import annotations
 
@@ -63,10 +64,13 @@ def single_ttft(dep, input_len: int, where: str = "miss") -> float:
     if where not in ("miss", "gpu", "host"):
         raise ValueError(f"where={where!r} unknown; allowed: miss, gpu, host")
     i = float(input_len)
+    # vLLM V1 hashes every full block of each arriving prompt and looks it up (hit or miss) before the
+    # prompt is scheduled: ⌊I/b⌋·t_block on the host, in the request's path (prefix.lookup_seconds).
+    host = float(prefix.lookup_seconds(dep.runtime, input_len))
     if where == "miss":
-        return float(price(dep, uniform(dep.model, prompts=1.0, new=i), "isolated").time)
+        return host + float(price(dep, uniform(dep.model, prompts=1.0, new=i), "isolated").time)
     p = _full_hit(dep, input_len)
-    t = float(price(dep, uniform(dep.model, prompts=1.0, new=i - p, past=p), "isolated").time)
+    t = host + float(price(dep, uniform(dep.model, prompts=1.0, new=i - p, past=p), "isolated").time)
     if where == "gpu":
         return t
     tier = offload.tier_of(dep)
