@@ -16,7 +16,7 @@ saturated slow side, spread |30/20 - 1| = 0.5.
 import math
 import pytest
 
-from inferbound.deploy.operating_band import describe, operating_bands, scaled_rates, spread_band
+from inferbound.deploy.operating_band import Overload, describe, operating_bands, scaled_rates, spread_band
 
 MU = 10.0
 
@@ -117,7 +117,7 @@ def test_estimate_bands_of_an_open_loop_estimate():
 
     def run(lam):
         if lam >= MU:
-            raise ValueError(f"rate={lam:g} req/s overloads the stand-in: it serves at most {MU:g} req/s")
+            raise Overload(f"rate={lam:g} req/s overloads the stand-in: it serves at most {MU:g} req/s")
         t = 1.0 / (MU - lam)
         return SimpleNamespace(ttft_s={"mean": t}, e2e_s={"mean": t}, tpot_s=0.020, itl_s=0.020)
     bands = {"throughput": 0.1, "ttft": 0.3, "e2e": 0.3, "tpot": 0.3, "itl": 0.3}

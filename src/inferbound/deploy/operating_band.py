@@ -20,7 +20,8 @@ a figure that holds the queue wait (TTFT, E2E: ``QUEUEING``) has no finite value
 band is ``inf`` and faces say "unbounded within the capacity band" (``describe``). Per-token gaps (TPOT,
 ITL) stay finite past capacity (the batch saturates at the engine's caps): theirs is the predictor's
 value at λ_slow (the simulator runs a finite overloaded run); where the predictor gives none there (the
-analytic steady state refuses an overload) their band is the own band and the fast side's spread. b >= 1 leaves no capacity above zero: unbounded.
+analytic steady state refuses an overload) their band is the own band and the fast side's spread.
+b >= 1 leaves no capacity above zero: unbounded.
 
 Closed-loop rows (a concurrency, no offered rate) have no operating point on a rate axis: they keep
 their own band (the callers do not ask). Throughput figures keep their own band.
@@ -31,6 +32,11 @@ import math
 from typing import Callable
 
 UNBOUNDED = "unbounded within the capacity band"
+
+
+class Overload(ValueError):
+    """An offered rate at or past the capacity a predictor states (workloads/serving.py's steady state: 'rate=…
+    overloads …: it serves at most …'); a ValueError, so every face still answers it as bad input."""
 
 
 def scaled_rates(rate: float, capacity_band: float) -> tuple[float, float | None]:
@@ -103,9 +109,8 @@ def describe(band: float | None) -> str:
 
 
 def is_overload(e: ValueError) -> bool:
-    """Whether a predictor's error is the analytic steady state's overload (workloads/serving.py: 'rate=…
-    overloads …: it serves at most …'), i.e. the offered rate reaches the capacity it states."""
-    return "overloads" in str(e)
+    """Whether a predictor's error is an ``Overload``: the offered rate reaches the capacity it states."""
+    return isinstance(e, Overload)
 
 
 # --- the analytic serving estimate (the faces: estimate --scenario serving, the API, compare) ------------

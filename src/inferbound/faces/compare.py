@@ -34,6 +34,7 @@ from pathlib import Path
 
 from .options import DEPLOYMENT, ENGINE, ESTIMATE, LENGTHS, STATIC, Opt, engine_options
 from ..deploy.deployment import make_deployment
+from ..deploy.operating_band import is_overload
 from ..workloads.lengths import from_options
 from ..workloads.serving import serving
 from ..workloads.static import estimate
@@ -202,7 +203,7 @@ def _not_fitting(dep, w: dict, err: ValueError) -> tuple[dict, bool, str, list]:
     """A steady state that refused the deployment because nothing fits: a marked row, or the error again
     when the deployment fits one request (then the refusal is about the input, and stands)."""
     msg = str(err)
-    if msg.startswith("rate=") and " overloads " in msg:  # serving.py: fits, but cannot keep up with the rate
+    if is_overload(err):  # serving.py: fits, but cannot keep up with the rate
         return {m: None for m in METRICS}, True, "overloaded", [f"{msg}; no figures"] + list(dep.warnings)
     if not msg.startswith("no request") and _fits_one(dep, w):
         raise err

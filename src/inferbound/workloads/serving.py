@@ -61,7 +61,7 @@ import numpy as np
 
 from ..deploy.deployment import Deployment, make_deployment
 from ..deploy.bands import error_bands
-from ..deploy.operating_band import UNBOUNDED, estimate_bands
+from ..deploy.operating_band import UNBOUNDED, Overload, estimate_bands
 from ..pricing.energy import dollars_per_second, per_million, power_w
 from ..step.explain import phase
 from ..base.datafiles import data_yaml
@@ -271,7 +271,7 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
         point, capped = r.solve(lambda p: lam * p["mean_e2e"])
         if capped:
             x_max = point["c"] / point["mean_e2e"] * reps
-            raise ValueError(f"rate={rate:g} req/s overloads {dep.label()}: it serves at most {x_max:.3g} req/s "
+            raise Overload(f"rate={rate:g} req/s overloads {dep.label()}: it serves at most {x_max:.3g} req/s "
                              f"({min(r.caps, key=r.caps.get)} holds {_count(r.c_max)} requests per replica); allowed: "
                              f"rate < {x_max:.3g}, or more replicas")
         x, wait = lam, 0.0
