@@ -127,7 +127,8 @@ def energy_rows(spec: dict, limit: int | None = None) -> list[dict]:
     out = []
     for r in rows[:limit]:
         dep = make_deployment(model=r["model"], gpu=r["gpu"], tp=int(r["tp"]), engine=r["engine"],
-                              calibration=packaged())
+                              calibration=packaged(), engine_options={  # the requests' sampling (deploy/sampling.py)
+                                  "top_p": float(r["top_p"]), "repetition_penalty": float(r["repetition_penalty"])})
         b, o = float(r["batch"]), float(r["output_len"])
         load = C.uniform(dep.model, decode=b, context=i_len + float(r["output_len_m2_m1"]) / 2,
                          prompts=b / o, new=i_len)

@@ -47,10 +47,16 @@ def read_rows() -> list[dict]:
     return list(csv.DictReader(lines))
 
 
+def sampling_options(row: dict) -> dict:
+    """The row's requests' sampling (its top_p and repetition_penalty columns: ML.ENERGY's benchmark sends
+    top_p 0.95 and repetition_penalty 1.1), priced by the engine's sampler (deploy/sampling.py)."""
+    return {"top_p": float(row["top_p"]), "repetition_penalty": float(row["repetition_penalty"])}
+
+
 def utilization(row: dict, input_len: float = INPUT_LEN) -> dict:
     """Per-GPU step time and utilizations of the row's steady state (module docstring)."""
-    dep = make_deployment(model=row["model"], gpu=row["gpu"], tp=int(row["tp"]), engine="vllm@0.11.1",
-                          calibration=packaged())   # the packaged fit: what a user gets
+    dep = make_deployment(model=row["model"], gpu=row["gpu"], tp=int(row["tp"]), engine=row["engine"],
+                          calibration=packaged(), engine_options=sampling_options(row))  # the packaged fit
     b, o = float(row["batch"]), float(row["output_len"])
     ctx = input_len + float(row["output_len_m2_m1"]) / 2            # length-biased running context
     load = contract.uniform(dep.model, decode=b, context=ctx, prompts=b / o, new=input_len)

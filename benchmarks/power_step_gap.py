@@ -37,8 +37,8 @@ from inferbound.step import contract
 
 def util(row: dict, cal, input_len: float = fp.INPUT_LEN) -> dict:
     """fit_power.utilization with a given calibration (the same steady-step load)."""
-    dep = make_deployment(model=row["model"], gpu=row["gpu"], tp=int(row["tp"]), engine="vllm@0.11.1",
-                          calibration=cal)
+    dep = make_deployment(model=row["model"], gpu=row["gpu"], tp=int(row["tp"]), engine=row["engine"],
+                          calibration=cal, engine_options=fp.sampling_options(row))  # the requests' sampling
     b, o = float(row["batch"]), float(row["output_len"])
     load = contract.uniform(dep.model, decode=b, context=input_len + float(row["output_len_m2_m1"]) / 2,
                             prompts=b / o, new=input_len)

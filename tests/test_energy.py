@@ -5,8 +5,8 @@ Catalog figures written out here:
 - h100_sxm (data/hardware.yaml): TDP 700 W, dense 989 TFLOP/s bf16 and 1979 TFLOP/s fp8, HBM 3.35 TB/s,
   price 3.90 $/GPU-hour (data/prices.yaml: Crusoe on-demand, 2026-09-20);
 - l4 (data/prices.yaml): usd_per_gpu_hour null (no public on-demand price found);
-- data/efficiency.yaml defaults.power: idle_fraction_of_tdp 0.15, compute_fraction 3.549,
-  memory_fraction 1.171 (fitted by benchmarks/fit_power.py; h100_sxm has no power override);
+- data/efficiency.yaml defaults.power: idle_fraction_of_tdp 0.15, compute_fraction 3.735,
+  memory_fraction 1.164 (fitted by benchmarks/fit_power.py; h100_sxm has no power override);
 - Llama-3.1-8B (data/models): hidden 4096, 32 layers, 32 heads, 8 KV heads of 128, MLP 14336, vocab 128256.
 
 Power of one GPU over a step of t seconds doing F FLOPs and moving B bytes:
@@ -32,8 +32,8 @@ from inferbound.workloads import max_throughput
 
 TDP = 700.0                    # hardware.yaml h100_sxm tdp_w
 IDLE = 0.15 * TDP              # efficiency.yaml idle_fraction_of_tdp -> 105 W
-COMPUTE_W = 3.549 * TDP        # efficiency.yaml compute_fraction -> 2484.3 W per unit utilization
-MEMORY_W = 1.171 * TDP         # efficiency.yaml memory_fraction -> 819.7 W per unit utilization
+COMPUTE_W = 3.735 * TDP        # efficiency.yaml compute_fraction -> 2614.5 W per unit utilization
+MEMORY_W = 1.164 * TDP         # efficiency.yaml memory_fraction -> 814.8 W per unit utilization
 SPAN = TDP - IDLE              # 595 W
 PEAK = {"bf16": 989e12, "fp8": 1979e12}   # hardware.yaml h100_sxm dense TFLOP/s
 BW = 3.35e12                   # hardware.yaml h100_sxm hbm_tbps
@@ -56,17 +56,17 @@ def h100():
 
 def test_h100_power_coefficients(h100):
     p = h100.power
-    assert (p.tdp_w, p.idle_w, p.compute_w, p.memory_w) == pytest.approx((700, 105, 2484.3, 819.7), rel=1e-12)
+    assert (p.tdp_w, p.idle_w, p.compute_w, p.memory_w) == pytest.approx((700, 105, 2614.5, 814.8), rel=1e-12)
 
 
 @pytest.mark.parametrize("u_c, u_m, expected", [
     (0.0, 0.0, 105.0),                                       # idle
-    (0.5, 0.4, 105 + 595 * (1 - math.exp(-2.638706))),       # x = (1242.15 + 327.88)/595: 657.5 W
-    (0.2, 0.8, 105 + 595 * (1 - math.exp(-1.937176))),       # x = (496.86 + 655.76)/595: 614.3 W
-    (0.9, 0.9, 105 + 595 * (1 - math.exp(-4.997647))),       # x = (2235.87 + 737.73)/595: 696.0 W
-    (1.0, 1.0, 105 + 595 * (1 - math.exp(-5.552941))),       # x = 3304.0/595: 697.7 W, below TDP
-    (2.0, 0.0, 105 + 595 * (1 - math.exp(-4.175294))),       # u_c clipped to 1: x = 2484.3/595: 690.9 W
-    (0.0, 3.0, 105 + 595 * (1 - math.exp(-1.377647))),       # u_m clipped to 1: x = 819.7/595: 550.0 W
+    (0.5, 0.4, 105 + 595 * (1 - math.exp(-2.744824))),       # x = (1307.25 + 325.92)/595: 661.8 W
+    (0.2, 0.8, 105 + 595 * (1 - math.exp(-1.974353))),       # x = (522.9 + 651.84)/595: 617.4 W
+    (0.9, 0.9, 105 + 595 * (1 - math.exp(-5.187176))),       # x = (2353.05 + 733.32)/595: 696.7 W
+    (1.0, 1.0, 105 + 595 * (1 - math.exp(-5.763529))),       # x = 3429.3/595: 698.1 W, below TDP
+    (2.0, 0.0, 105 + 595 * (1 - math.exp(-4.394118))),       # u_c clipped to 1: x = 2614.5/595: 692.7 W
+    (0.0, 3.0, 105 + 595 * (1 - math.exp(-1.369412))),       # u_m clipped to 1: x = 814.8/595: 548.7 W
 ])
 def test_power_by_hand(h100, u_c, u_m, expected):
     t = 0.01
@@ -77,18 +77,18 @@ def test_power_by_hand(h100, u_c, u_m, expected):
 def test_power_uses_the_compute_dtype_peak(h100):
     t = 1.0
     # 989e12 FLOPs in 1 s: u_c = 1 at bf16, 0.5 at fp8 (1979 TFLOP/s)
-    assert float(power_w(h100, "bf16", 989e12, 0.0, t)) == pytest.approx(105 + 595 * (1 - math.exp(-2484.3 / 595)),
+    assert float(power_w(h100, "bf16", 989e12, 0.0, t)) == pytest.approx(105 + 595 * (1 - math.exp(-2614.5 / 595)),
                                                                        rel=1e-9)
     assert float(power_w(h100, "fp8", 989e12, 0.0, t)) == pytest.approx(
-        105 + 595 * (1 - math.exp(-2484.3 / 595 * 989 / 1979)), rel=1e-9)
+        105 + 595 * (1 - math.exp(-2614.5 / 595 * 989 / 1979)), rel=1e-9)
 
 
 def test_power_is_vectorized_and_capped(h100):
     t = np.array([1.0, 1.0, 2.0])
     flops = np.array([0.0, 989e12, 989e12])
     moved = np.array([3.35e12, 3.35e12, 0.0])
-    # x = 819.7/595 (u_m = 1); (2484.3 + 819.7)/595 (both 1); 2484.3·0.5/595 (t = 2 s: u_c = 0.5)
-    want = [105 + 595 * (1 - math.exp(-x)) for x in (819.7 / 595, 3304.0 / 595, 1242.15 / 595)]
+    # x = 814.8/595 (u_m = 1); (2614.5 + 814.8)/595 (both 1); 2614.5·0.5/595 (t = 2 s: u_c = 0.5)
+    want = [105 + 595 * (1 - math.exp(-x)) for x in (814.8 / 595, 3429.3 / 595, 1307.25 / 595)]
     np.testing.assert_allclose(power_w(h100, "bf16", flops, moved, t), want, rtol=1e-9)
     assert (power_w(h100, "bf16", flops, moved, t) < TDP).all()
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import engine_modes, offload, speculative
+from . import engine_modes, offload, sampling, speculative
 from ..base.caches import cache
 from .engine_rules import cuda_graph_cap, sglang_max_running, tier_value
 from .engines import EngineProfile, profile_for_framework, profile_of  # noqa: F401  (re-exported)
@@ -73,6 +73,11 @@ class Runtime:
     scheduler_steps: int = 1  # vLLM V0 multi-step: decode steps per scheduler call (engine_modes.py)
     stream_interval: int = 1  # tokens per streamed chunk (SGLang --stream-interval; engine_modes.py)
     stream_first: str = "at_once"  # at_once | at_multiple: when the first chunk leaves (workloads/streaming.py)
+    # sampling beyond the plain path (sampling.py): the requests' top_p and repetition penalty, and the bytes per
+    # fp32 logit the engine's sampler moves for them (below 128 rows, from 128 rows)
+    top_p: float = 1.0
+    repetition_penalty: float = 1.0
+    sampler_bytes: tuple = (0.0, 0.0)
 
     @property
     def name(self) -> str:
@@ -95,6 +100,7 @@ class Runtime:
             extra += f", KV offload {self.kv_offload}"
         if self.stream_interval > 1:
             extra += f", stream interval {self.stream_interval}"
+        extra += sampling.describe(self.top_p, self.repetition_penalty)
         return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
                 f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}{extra}")
 
@@ -184,7 +190,7 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
 
 #: runtime.resolve overrides of the issue-14 features (options.py ENGINE declares them; docs/features/)
 FEATURES = ("speculative", "spec_tokens", "acceptance", "prefix_hit_rate", "shared_prefix_len", "prefix_groups", "kv_offload",
-            "kv_offload_gb") + speculative.ACCEPTANCE_FORMS[1:] + speculative.DRAFT_SHAPE
+            "kv_offload_gb") + speculative.ACCEPTANCE_FORMS[1:] + speculative.DRAFT_SHAPE + sampling.MODES
 
 
 def _number(name: str, v, low, high=None, high_open: bool = False, integer: bool = False):
@@ -277,7 +283,9 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
         out["kv_offload_bytes"] = _number("kv_offload_gb", gb, 0.0) * 1e9
         if not out["kv_offload_bytes"]:
             raise ValueError(f"kv_offload_gb={gb!r} must be a number > 0")
-    return out, tuple(notes)
+    fields, sample_notes = sampling.settings(rt.engine, given)  # the profile's version (a deployment carries it)
+    out.update(fields)
+    return out, tuple(notes) + sample_notes
 
 
 _OFFLINE = cache("offline runtime", 512)

@@ -131,6 +131,13 @@ ENGINE: tuple[Opt, ...] = (
        choices=KV_OFFLOAD_MODES),
     _o("kv_offload_gb", "float", None, "host KV pool per GPU for evicted prefixes, GB (default: 2x the GPU's KV "
        "cache, SGLang's hicache_ratio, capped by the host memory per GPU)", gt=0, api_le=1e6),
+    # sampling beyond the plain path (deploy/sampling.py, docs/features/energy.md)
+    _o("top_p", "float", None, "sampling: the requests' top_p; below 1 the engine filters the logits (vLLM "
+       "0.11.1-0.20: a full fp32 sort of every row, priced as a 'sampler' operator of B x vocab x 218-238 bytes; "
+       "data/features.yaml sampling) (default 1: the plain path, inside the fitted host term)", gt=0, le=1),
+    _o("repetition_penalty", "float", None, "sampling: the requests' repetition penalty; other than 1 the engine "
+       "applies vLLM's penalties (bin counts and masks over B x vocab, 85 bytes per logit; frequency and presence "
+       "penalties take the same path) (default 1)", gt=0),
     # engine run modes (deploy/engine_modes.py)
     _o("scheduler_steps", "int", None, "vLLM V0 multi-step scheduling (--num-scheduler-steps N, vLLM 0.5-0.7): N "
        "decode steps per scheduler call, no prompt admitted between them, tokens streamed every N steps "

@@ -260,13 +260,15 @@ def body_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, layers: list[La
     return ops
 
 
-def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
+def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled, sampler=(0.0, 0.0)) -> list[Op]:
     """The LM head of the last stage for ``sampled`` sequences (one logits row each; the replica's count),
     the engine's host work for them (scheduling, sampling: once per step, per attention-DP rank) and,
     under TP, the all-gather of the vocab-parallel fp32 logits for sampling. With ``dp_gathered_mlp``
     (SGLang DP attention, no EP) the head is split tp·dp ways and runs on every group's rows: an
     all-gather of their hidden states (rows·d values) first, then the logits all-gather over tp·dp
-    (sglang layers/logits_processor.py: ``dp_gather_replicate`` unless --enable-dp-lm-head)."""
+    (sglang layers/logits_processor.py: ``dp_gather_replicate`` unless --enable-dp-lm-head). ``sampler``:
+    bytes per fp32 logit the engine's sampler moves beyond the plain path (below 128 rows, from 128 rows;
+    deploy/sampling.py), a memory-bound ``sampler`` op over this rank's rows·V logits when not zero."""
     ways = par.head_shard
     d = m.hidden_size
     logits = _tokens(np.asarray(sampled, dtype=float) / par.attention_groups)  # this rank's rows
@@ -282,6 +284,14 @@ def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled) -> list[Op]:
     if ways > 1:  # gather the vocab-parallel logits for sampling
         ops.append(_collective("logits_all_gather", "all_gather", 1, rows * m.vocab_size * 4,
                                "moe" if par.dp_gathered_mlp else "tp", ways, ""))
+    small, large = sampler
+    if small or large:  # every rank samples its rows over the whole vocabulary (the gathered logits)
+        per_logit = (small if logits < SORT_SPLIT_ROWS else large) if isinstance(logits, float) else \
+            np.where(logits < SORT_SPLIT_ROWS, small, large)
+        ops.append(Op("sampler", "elementwise", 1, act_bytes=logits * m.vocab_size * per_logit))
     return ops
+
+
+SORT_SPLIT_ROWS = 128  # deploy/sampling.ROWS_SPLIT: PyTorch sorts below 128 rows as one full sort
 
 

@@ -16,16 +16,17 @@ from .ssm import mixer_ops
 
 def stage_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, tokens, sampled, per_kind: dict,
               layers: list[LayerGroup] | None = None, first: bool = True, last: bool = True,
-              moe_imbalance: float = 1.0, seqgroups=()) -> list[Op]:
+              moe_imbalance: float = 1.0, seqgroups=(), sampler=(0.0, 0.0)) -> list[Op]:
     """Every operator of one pipeline stage (or the whole model) for a step that adds ``tokens`` tokens,
     samples ``sampled`` sequences, whose attention sums are ``per_kind`` and whose sequences are
     ``seqgroups`` ((count, new, past) each: what state-space scans need), in execution order (each
-    group's attention kernel after its QKV projection, its scan after its state-space projection)."""
+    group's attention kernel after its QKV projection, its scan after its state-space projection);
+    ``sampler``: the sampler's bytes per logit (layers.head_ops)."""
     layers = _merged_groups(m) if layers is None else layers
     body = body_ops(m, dt, par, tokens, layers, first, last, moe_imbalance)
     att = attention_ops(m, dt, par, layers, per_kind, tokens, sampled)
     scans = mixer_ops(m, dt, par, layers, seqgroups)
-    return in_order(body, att, scans) + (head_ops(m, dt, par, sampled) if last else [])
+    return in_order(body, att, scans) + (head_ops(m, dt, par, sampled, sampler) if last else [])
 
 
 def in_order(body: list, att: list, scans: list, name=lambda x: x.name) -> list:

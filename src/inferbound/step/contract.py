@@ -227,7 +227,7 @@ def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -
         return price_ops(ops, g, dep.compute_dtype, dt.kv_dtype, pricer)
     if fast_ndim(mb.tokens) != 0:  # a sweep: one pricing call for every operator (nothing to keep)
         return priced(stage_ops(m_, dt, par, mb.tokens, mb.sampled, mb.attention, groups, first, last,
-                                g.efficiency.moe_imbalance, mb.seqgroups))
+                                g.efficiency.moe_imbalance, mb.seqgroups, dep.runtime.sampler_bytes))
     body = _kept(dep, ("body", stage), mb.tokens, lambda: priced(
         body_ops(m_, dt, par, mb.tokens, groups, first, last, g.efficiency.moe_imbalance)))
     kernels = priced(attention_ops(m_, dt, par, groups, mb.attention, mb.tokens, mb.sampled)
@@ -236,7 +236,8 @@ def stage_work(dep, mb: StepLoad, stage: int, layers, first: bool, last: bool) -
     ops = in_order(body.ops, [p for p in kernels.ops if p.op.kind == "attention"],
                    [p for p in kernels.ops if p.op.kind == "scan"], name=lambda p: p.op.name)
     if last:
-        head = _kept(dep, ("head",), mb.sampled, lambda: priced(head_ops(m_, dt, par, mb.sampled)))
+        head = _kept(dep, ("head",), mb.sampled,
+                     lambda: priced(head_ops(m_, dt, par, mb.sampled, dep.runtime.sampler_bytes)))
         w = w + head
         ops = ops + head.ops
     return Work(w.split, w.comm_kinds, w.flops, w.bytes, ops)

@@ -196,11 +196,12 @@ def _stage_ops(dep: Deployment, stage: int, grid: np.ndarray):
     calibrations and overrides re-price the same work (a search prices each layout on every GPU)."""
     m, dt, par = dep.model, dep.dtypes, dep.par
     imb = dep.gpu.efficiency.moe_imbalance
-    key = (m, dt, par, stage, grid.size, float(grid[-1]), imb)
+    sampler = dep.runtime.sampler_bytes
+    key = (m, dt, par, stage, grid.size, float(grid[-1]), imb, sampler)
     hit = _OPS_CACHE.get(key)
     if hit is None:
         layers, first, last = stages_of(dep)[stage]
-        hit = (body_ops(m, dt, par, grid, layers, first, last, imb), head_ops(m, dt, par, grid) if last else None)
+        hit = (body_ops(m, dt, par, grid, layers, first, last, imb), head_ops(m, dt, par, grid, sampler) if last else None)
         _OPS_CACHE[key] = hit
         if len(_OPS_CACHE) > 1024:
             _OPS_CACHE.popitem(last=False)
