@@ -49,9 +49,11 @@ class BenchResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def deployment_of(spec: ServeSpec, gpu: str = "h100_sxm", engine: str | None = None) -> Deployment:
+def deployment_of(spec: ServeSpec, gpu: str = "h100_sxm", engine: str | None = None,
+                  sampling: dict | None = None) -> Deployment:
     """The deployment a ServeSpec launches on ``gpu``; ``engine`` (NAME@VERSION) must name the serve
-    command's engine (default: its profile in data/engines.yaml)."""
+    command's engine (default: its profile in data/engines.yaml); ``sampling``: the engine options the load's
+    requests imply (Protocol.sampling: top_p, repetition_penalty)."""
     if engine is not None and engine.split("@")[0] != spec.engine:
         raise ValueError(f"engine={engine!r} does not match the serve command's engine {spec.engine!r}; allowed: "
                          f"{spec.engine} or {spec.engine}@VERSION")
@@ -61,7 +63,7 @@ def deployment_of(spec: ServeSpec, gpu: str = "h100_sxm", engine: str | None = N
         kw["ep"] = kw["tp"] * kw.get("dp", 1)
         kw["attention_dp"] = kw.get("dp", 1) > 1
     return make_deployment(model=model, gpu=gpu, engine=engine or spec.engine,
-                           engine_options=dict(spec.engine_options), **kw)
+                           engine_options={**dict(spec.engine_options), **(sampling or {})}, **kw)
 
 
 def _check_context(spec: ServeSpec, proto: Protocol) -> None:
@@ -86,7 +88,7 @@ def run_bench(serve: str | list[str] | None, load: str | list[str], gpu: str = "
                          f"MODEL ..., python -m sglang.launch_server ..., trtllm-serve MODEL ...")
     spec = parse_serve(serve_words(proto) if own else serve)
     _check_context(spec, proto)
-    dep = deployment_of(spec, gpu, engine)
+    dep = deployment_of(spec, gpu, engine, proto.sampling)
     rt = runtime_for(dep, proto) if own else None
     out = replay(dep, proto, rt, progress)
     notes = list(proto.notes)

@@ -50,6 +50,7 @@ class Protocol:
     report: dict = field(default_factory=dict)  # what the tool reports: percentiles, goodput, streaming
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    sampling: dict = field(default_factory=dict)  # engine options the requests' sampling implies (top_p, ...)
 
     @property
     def label(self) -> str:
@@ -103,9 +104,11 @@ def _vllm_parser(tool: str) -> ToolParser:
         p.add_argument("--input-len", type=positive_int)
         p.add_argument("--output-len", type=positive_int)
         p.add_argument("--ramp-up-strategy")
+    for flag in ("--temperature", "--top-p", "--top-k", "--min-p", "--repetition-penalty", "--frequency-penalty",
+                 "--presence-penalty"):  # the requests' sampling (request_sampling)
+        p.add_argument(flag, type=float)
     for flag in ("--host", "--port", "--base-url", "--endpoint", "--tokenizer", "--label", "--result-dir",
-                 "--result-filename", "--served-model-name", "--temperature", "--top-p", "--top-k",
-                 "--ready-check-timeout-sec", "--tokenizer-mode"):
+                 "--result-filename", "--served-model-name", "--ready-check-timeout-sec", "--tokenizer-mode"):
         p.add_argument(flag)
     for flag in ("--save-result", "--save-detailed", "--disable-tqdm", "--trust-remote-code", "--append-result"):
         p.add_argument(flag, action="store_true")
@@ -126,6 +129,32 @@ def _goodput(pairs: list[str] | None, tool: str) -> dict:
                              f"VALUE of milliseconds >= 0")
         out[name] = v
     return out
+
+
+def request_sampling(ns, label: str) -> tuple[dict, list[str]]:
+    """(engine options, warnings) of the requests' sampling flags, read as the vLLM tools send them: without
+    --temperature the request is greedy (``sampling_params["temperature"] = 0.0  # Default to greedy decoding``,
+    vllm/benchmarks/serve.py and benchmark_serving.py), and a greedy request's top_p is reset to 1 by the
+    engine (vllm/sampling_params.py: temperature < 1e-5 sets top_p 1, top_k 0, min_p 0), so --top-p is priced
+    only with a temperature > 0; penalties apply to greedy requests too (the V1 sampler applies them before
+    any sampling). Priced by deploy/sampling.py (the ``sampler`` operator)."""
+    opts, warns = {}, []
+    temp, top_p = ns.temperature, ns.top_p
+    if top_p is not None and top_p < 1.0:
+        if temp is not None and temp > 0.0:
+            opts["top_p"] = top_p
+        else:
+            warns.append(f"{label}: --top-p {top_p:g} with greedy decoding (temperature "
+                         f"{0.0 if temp is None else temp:g}; the tool's default is 0): the engine ignores top_p")
+    if ns.repetition_penalty is not None and ns.repetition_penalty != 1.0:
+        opts["repetition_penalty"] = ns.repetition_penalty
+    for flag, v in (("--frequency-penalty", ns.frequency_penalty), ("--presence-penalty", ns.presence_penalty)):
+        if v and "repetition_penalty" not in opts:
+            warns.append(f"{label}: {flag} {v:g} runs vLLM's apply_penalties as --repetition-penalty does; "
+                         f"priced only with --repetition-penalty (not priced)")
+    if (ns.top_k or ns.min_p) and temp and "top_p" not in opts:
+        warns.append(f"{label}: --top-k / --min-p without --top-p: their filtering is not priced")
+    return opts, warns
 
 
 def parse_vllm(words: list[str], tool: str = "vllm") -> Protocol:
@@ -176,9 +205,10 @@ def parse_vllm(words: list[str], tool: str = "vllm") -> Protocol:
             "max_concurrency": ns.max_concurrency}
     report = {"percentile_metrics": metrics, "percentiles": pcts, "goodput": _goodput(ns.goodput, label)}
     first = (ins[:1].repeat(warm), outs[:1].repeat(warm))
+    opts, sample_warns = request_sampling(ns, label)
     return Protocol(tool, ins, outs, send, done, ns.max_concurrency, first[0], first[1],
                     ns.max_concurrency if tool == "vllm" else 1, ns.request_rate, bool(ignore), args, report,
-                    notes + ([] if ignore else [EOS_NOTE]), unknown_warning(label, unknown))
+                    notes + ([] if ignore else [EOS_NOTE]), unknown_warning(label, unknown) + sample_warns, opts)
 
 
 def _sglang_parser() -> ToolParser:
