@@ -89,9 +89,24 @@ def test_bad_values_name_the_field(opts, message):
 
 
 def test_an_engine_whose_sampler_was_not_read_refuses():
-    with pytest.raises(ValueError, match=r"top_p: the sampler of engine='sglang@.*' is not read from its sources"):
-        _dep(engine="sglang", top_p=0.9)
-    assert _dep(engine="sglang", top_p=1.0).runtime.sampler_bytes == (0.0, 0.0)
+    with pytest.raises(ValueError, match=r"top_p: the sampler of engine='trtllm@.*' is not read from its sources; "
+                                         r"allowed: an engine of sglang, vllm, or top_p=1"):
+        _dep(engine="trtllm", top_p=0.9)
+    assert _dep(engine="trtllm", top_p=1.0).runtime.sampler_bytes == (0.0, 0.0)
+
+
+def test_sglang_samples_sort_free_on_nvidia_and_sorts_on_rocm():
+    # NVIDIA: FlashInfer's rejection sampler 12 B + SGLang's penalty tensor 50 + 16 = 66 B
+    assert _dep(engine="sglang", top_p=0.9, repetition_penalty=1.1).runtime.sampler_bytes == (78.0, 78.0)
+    amd = make_deployment(model="qwen3-8b", gpu="mi300x", engine="sglang", engine_options={"top_p": 0.9})
+    assert amd.runtime.sampler_bytes == (218.0, 238.0)     # the pytorch backend's sort
+    assert any("pytorch backend" in n for n in amd.runtime.notes)
+
+
+def test_vllm_on_rocm_sorts_where_cuda_takes_flashinfer():
+    amd = make_deployment(model="qwen3-8b", gpu="mi300x", engine="vllm@0.10.1", engine_options={"top_p": 0.9})
+    assert amd.runtime.sampler_bytes == (218.0, 238.0)
+    assert any("forward_native" in n for n in amd.runtime.notes)
 
 
 def test_tensor_parallel_ranks_each_sample_the_whole_vocabulary():

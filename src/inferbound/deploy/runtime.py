@@ -283,7 +283,7 @@ def _features(dep, rt: Runtime, given: dict) -> tuple[dict, tuple[str, ...]]:
         out["kv_offload_bytes"] = _number("kv_offload_gb", gb, 0.0) * 1e9
         if not out["kv_offload_bytes"]:
             raise ValueError(f"kv_offload_gb={gb!r} must be a number > 0")
-    fields, sample_notes = sampling.settings(rt.engine, given)  # the profile's version (a deployment carries it)
+    fields, sample_notes = sampling.settings(rt.engine, given, dep.gpu.vendor)  # the profile's version
     out.update(fields)
     return out, tuple(notes) + sample_notes
 

@@ -133,11 +133,12 @@ ENGINE: tuple[Opt, ...] = (
        "cache, SGLang's hicache_ratio, capped by the host memory per GPU)", gt=0, api_le=1e6),
     # sampling beyond the plain path (deploy/sampling.py, docs/features/energy.md)
     _o("top_p", "float", None, "sampling: the requests' top_p; below 1 the engine filters the logits (vLLM "
-       "0.11.1-0.20: a full fp32 sort of every row, priced as a 'sampler' operator of B x vocab x 218-238 bytes; "
-       "data/features.yaml sampling) (default 1: the plain path, inside the fitted host term)", gt=0, le=1),
+       "0.11.1-0.20 and ROCm: a full fp32 sort of every row, priced as a 'sampler' operator of B x vocab x 218-238 "
+       "bytes; FlashInfer's sort-free sampler 12; data/features.yaml sampling; vLLM and SGLang) (default 1: the "
+       "plain path, inside the fitted host term)", gt=0, le=1),
     _o("repetition_penalty", "float", None, "sampling: the requests' repetition penalty; other than 1 the engine "
-       "applies vLLM's penalties (bin counts and masks over B x vocab, 85 bytes per logit; frequency and presence "
-       "penalties take the same path) (default 1)", gt=0),
+       "applies its penalties over B x vocab (vLLM's bin counts and masks 85 bytes per logit, frequency and presence "
+       "penalties take the same path; SGLang's penalty tensor 66) (default 1)", gt=0),
     # engine run modes (deploy/engine_modes.py)
     _o("scheduler_steps", "int", None, "vLLM V0 multi-step scheduling (--num-scheduler-steps N, vLLM 0.5-0.7): N "
        "decode steps per scheduler call, no prompt admitted between them, tokens streamed every N steps "
