@@ -1,11 +1,11 @@
 """Closed-loop waves (workloads/closed_loop.py) against max-throughput (workloads/max_throughput.py) at pp 1, 2, 4.
 
 The bound: for one deployment, fixed lengths and the same requests in flight, the closed loop cannot serve more
-tokens/s than max-throughput. Where it does today (few clients) the cause is not the pipeline: max-throughput's
-decode grid is whole (D = 1..⌊D_max⌋), so a stated concurrency C = 16 at 128/128 gives D = ⌊16·127/128⌋ = 15, in
-flight 15·128/127 = 15.12 of the 16 slots (5.5% of them idle), while the waves keep all 16 clients, a mean
-16·127/128 = 15.875 decoding. Those cases are strict xfails: they fail the day the two models agree, so the mark
-must then go.
+tokens/s than max-throughput. It used to fail at few clients, not for the pipeline: max-throughput's decode grid was
+whole (D = 1..⌊D_max⌋), so a stated concurrency C = 16 at 128/128 gave D = ⌊16·127/128⌋ = 15, in flight
+15·128/127 = 15.12 of the 16 slots (5.5 % of them idle), while the waves keep all 16 clients, a mean
+16·127/128 = 15.875 decoding. The sweep now prices the running-sequence cap's own mean D = C/(1 + p)
+(max_throughput.decode_batches), so the bound holds at 16 clients too.
 """
 from __future__ import annotations
 
@@ -27,9 +27,7 @@ def _dep(pp):
 
 
 @pytest.mark.parametrize("pp", [1, 2, 4])
-@pytest.mark.parametrize("clients", [
-    pytest.param(16, marks=pytest.mark.xfail(strict=True, reason="max-throughput floors D to 15 of 15.875 (docstring)")),
-    64, 256])
+@pytest.mark.parametrize("clients", [16, 64, 256])
 def test_closed_loop_within_max_throughput(pp, clients):
     dep = _dep(pp)
     s = serving(dep, concurrency=clients, input_len=128, output_len=128)
@@ -37,11 +35,14 @@ def test_closed_loop_within_max_throughput(pp, clients):
     assert s.output_tok_s <= m.output_tok_s * (1 + 1e-9), (pp, clients, s.output_tok_s, m.output_tok_s)
 
 
-def test_max_throughput_floor_is_the_gap():
-    """The mechanism, by hand: 16 slots at 128/128 leave D = ⌊16·127/128⌋ = 15 decodes in max-throughput's grid."""
+def test_max_throughput_fills_every_stated_slot():
+    """By hand: 16 slots at 128/128 decode D = 16/(1 + p) = 16·127/128 = 15.875 on average (p = 1/(O − 1) =
+    1/127 prompts per decode), all 16 in flight; the whole grid alone stops at ⌊15.875⌋ = 15."""
     m = max_throughput(_dep(2), input_len=128, output_len=128, concurrency=16)
-    assert m.decode_batch == math.floor(16 * 127 / 128) == 15
-    assert m.concurrency == pytest.approx(15 * (1 + 1 / 127), rel=1e-12)  # D·(1 + p), p = 1/(O − 1)
+    assert m.decode_batch == pytest.approx(16 * 127 / 128, rel=1e-12)
+    assert m.concurrency == pytest.approx(16.0, rel=1e-12)               # D·(1 + p)
+    assert m.limited_by == "max_num_seqs"
+    assert math.floor(m.decode_batch) == 15
 
 
 def test_pp2_wave_cycle_by_hand():

@@ -214,7 +214,7 @@ def show_max_throughput(r, gpu=None, layout: str | None = None) -> None:
     t = Table(title=Text(f"Max throughput: {r.model} on {layout or f'{r.num_gpus}x {r.gpu}'}, {r.lengths}"))
     t.add_column("metric")
     t.add_column("value", justify="right")
-    for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,}"),
+    for k, v in (("concurrency (sequences in flight)", f"{r.concurrency:,.0f}"), ("decode batch", f"{r.decode_batch:,.3g}" if r.decode_batch % 1 else f"{r.decode_batch:,.0f}"),
                  ("limited by", r.limited_by),
                  ("step time", ms(r.step_time_s) + _band(r.error_bands, "tpot")),
                  ("output tok/s (total)", f"{r.output_tok_s:,.0f}" + band),

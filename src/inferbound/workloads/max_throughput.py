@@ -4,7 +4,9 @@ The steady state of continuous batching (workloads/steady_state.py) at every fea
 D = 1..D_max: a step of D decodes at the mean context plus D/(O − 1) prompts lasts t(D) (the step
 contract, tabulated: stepmodel.py); output throughput is D / t(D) and each user sees one token per
 step, 1/t(D) tok/s. D_max is the smallest cap (KV cache, token budget, requests, max_num_seqs).
-The operating point is the D that maximizes D / t(D) over every feasible D (all evaluated at once).
+The operating point is the D that maximizes D / t(D) over every feasible D (all evaluated at once); where
+the running-sequence cap C binds, its own mean D = C/(1 + p) is one of them (``decode_batches``: a full engine
+keeps all C slots busy, prefilling 1/(1 + p) of the time, so D need not be whole).
 
 Output tokens/s counts every token: the D decodes of a step and the D·p first tokens its prefills
 yield, D·(1 + p)/t(D) = D·Ō/((Ō − 1)·t), so requests/s = that / Ō = D/((Ō − 1)·t).
@@ -67,7 +69,7 @@ class MaxThroughput:
     input_len: float  # mean prompt tokens
     output_len: float  # mean output tokens
     concurrency: float  # sequences in flight per replica (decoding + prefilling)
-    decode_batch: int
+    decode_batch: float  # D at the operating point: whole, or the max_num_seqs cap's mean (module docstring)
     prefill_tokens_per_step: float
     step_time_s: float
     output_tok_s: float  # all replicas
@@ -137,6 +139,18 @@ def with_concurrency(dep: Deployment, concurrency: int | None) -> Deployment:
     if dep.runtime.max_num_seqs <= seqs:
         return dep
     return replace(dep, engine_options=tuple(sorted({**dict(dep.engine_options), "max_num_seqs": seqs}.items())))
+
+
+def decode_batches(dep: Deployment, mix: Mix, rt, caps: dict) -> np.ndarray:
+    """The decode batches the sweep prices: D = 1..⌊D_max⌋, and the running-sequence cap's own mean
+    D = max_num_seqs·groups/(1 + p) where that is the binding cap and not whole. Every slot of a full engine
+    holds a request for its prefill and its O − 1 decode steps, so C slots decode C/(1 + p) on average
+    (C = 16 at 128/128: 15.875, where the whole grid stops at 15 and leaves 5.5 % of the slots idle)."""
+    d_max = min(caps.values())
+    dec = np.arange(1, d_max + 1, dtype=float)
+    frac, _, _ = steady_state.caps(dep, mix, None, rt, whole=False)
+    top = min([float(frac["max_num_seqs"])] + [float(v) for k, v in caps.items() if k != "max_num_seqs"])
+    return np.append(dec, top) if top > d_max + 1e-9 else dec
 
 
 _DRAIN_POINTS = 16
@@ -234,7 +248,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
                          f"sequences of {held:.0f} tokens ({dep.label()}, {rt.label}); allowed: more GPUs "
                          f"(--num-gpus, --tp), a smaller --weight-dtype or --kv-dtype, or shorter requests")
     sm = StepModel(dep, rt.token_budget * groups + groups, grid_points=MAX_THROUGHPUT_GRID)
-    dec = np.arange(1, d_max + 1, dtype=float)
+    dec = decode_batches(dep, mix, rt, caps)
     t, flops, moved, cost = steady_state.step_cost(sm, rt, dec, mix)
     t = np.asarray(t, dtype=float)
     watts = power_w(dep.gpu, dep.compute_dtype, flops, moved, t)
@@ -242,7 +256,8 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     fx = steady_state.Features(dep, rt, mix)
     i = int(np.argmax(tput))
     best = dec[i]
-    limited = "throughput peak" if i < d_max - 1 else min(caps, key=caps.get)
+    limited = "throughput peak" if i < dec.size - 1 else \
+        ("max_num_seqs" if best > d_max else min(caps, key=caps.get))
     reps = par.replicas
     out_tok_s = float(tput[i]) * reps
     power = float(watts[i])
@@ -252,7 +267,7 @@ def max_throughput(deployment: Deployment | None = None, input_len: int = 1024, 
     bands = error_bands(dep, "max_throughput", None, bound)
     return MaxThroughput(
         model=m.name, gpu=dep.gpu.id, num_gpus=dep.num_gpus, input_len=input_len, output_len=output_len,
-        concurrency=float(steady_state.concurrency(best, mix, rt)), decode_batch=int(best),
+        concurrency=float(steady_state.concurrency(best, mix, rt)), decode_batch=float(best),
         prefill_tokens_per_step=float(best * fx.mean_new * steady_state.prompts_per_decode(mix) * fx.tau),
         step_time_s=float(t[i]), output_tok_s=out_tok_s,
         output_tok_s_per_gpu=out_tok_s / dep.num_gpus, tok_s_per_user=float(1 / t[i]),

@@ -119,7 +119,7 @@ def max_throughput_view(dep, r, mix: Mix) -> dict:
     """Memory and time split at a MaxThroughput result's operating point."""
     rt = bench_limits(dep, offline_runtime(dep), mix)
     basis = (f"max-throughput point: {r.concurrency:,.0f} requests in flight per replica (decode batch "
-             f"{r.decode_batch:,}), KV of their held tokens (reservation {rt.reservation}); activations at the "
+             f"{r.decode_batch:,.4g}), KV of their held tokens (reservation {rt.reservation}); activations at the "
              f"token budget {rt.token_budget:,}")
     return {"memory": memory_at(dep, rt, mix, r.concurrency, basis),
             "step": step_at(dep, rt, mix, r.decode_batch, "Max-throughput step")}
