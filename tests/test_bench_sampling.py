@@ -42,3 +42,10 @@ def test_the_default_profile_samples_without_the_sort():
     r = run_bench(SERVE, LOAD + " --temperature 0.8 --top-p 0.95")
     assert r.deployment.runtime.sampler_bytes == (12.0, 12.0)
     assert any("PR #40376" in w or "0.21" in w for w in r.warnings + list(r.deployment.runtime.notes))
+
+
+def test_an_engine_whose_sampler_was_not_read_runs_unpriced_with_a_warning():
+    r = run_bench("trtllm-serve meta-llama/Llama-3.1-8B",
+                  LOAD.replace("--ignore-eos", "--ignore-eos --backend openai") + " --temperature 0.8 --top-p 0.9")
+    assert r.deployment.runtime.sampler_bytes == (0.0, 0.0)
+    assert any("sampling (top_p 0.9) is not priced: trtllm's sampler is not read" in w for w in r.warnings)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..deploy.deployment import Deployment, make_deployment
+from ..deploy.sampling import engines_read
 from ..model import load_model
 from .guidellm import guidellm_result, guidellm_text
 from .load import Protocol
@@ -66,6 +67,16 @@ def deployment_of(spec: ServeSpec, gpu: str = "h100_sxm", engine: str | None = N
                            engine_options={**dict(spec.engine_options), **(sampling or {})}, **kw)
 
 
+def _priced_sampling(spec: ServeSpec, proto: Protocol) -> tuple[dict, list[str]]:
+    """(the load's sampling options the deployment prices, a warning when the serve command's engine has no
+    sampler read from its sources: the requests then run, unpriced, instead of the benchmark failing)."""
+    if not proto.sampling or spec.engine in engines_read():
+        return dict(proto.sampling), []
+    said = ", ".join(f"{k} {v:g}" for k, v in proto.sampling.items())
+    return {}, [f"{proto.label}: the requests' sampling ({said}) is not priced: {spec.engine}'s sampler is not read "
+                f"from its sources (data/features.yaml sampling covers {', '.join(engines_read())})"]
+
+
 def _check_context(spec: ServeSpec, proto: Protocol) -> None:
     if spec.max_model_len is None:
         return
@@ -88,7 +99,8 @@ def run_bench(serve: str | list[str] | None, load: str | list[str], gpu: str = "
                          f"MODEL ..., python -m sglang.launch_server ..., trtllm-serve MODEL ...")
     spec = parse_serve(serve_words(proto) if own else serve)
     _check_context(spec, proto)
-    dep = deployment_of(spec, gpu, engine, proto.sampling)
+    sampled, sample_warning = _priced_sampling(spec, proto)
+    dep = deployment_of(spec, gpu, engine, sampled)
     rt = runtime_for(dep, proto) if own else None
     out = replay(dep, proto, rt, progress)
     notes = list(proto.notes)
@@ -115,7 +127,7 @@ def run_bench(serve: str | list[str] | None, load: str | list[str], gpu: str = "
         notes.append(f"{out.warmups} warm-up request(s) simulated first ({out.warmup_s:.2f} s) and excluded, as "
                      f"{proto.label} excludes them")
     notes.append(f"replayed {proto.label} as {proto.source}; engine: {out.engine}")
-    warnings = list(spec.warnings) + list(proto.warnings) + list(dep.warnings)
+    warnings = list(spec.warnings) + list(proto.warnings) + sample_warning + list(dep.warnings)
     if own and serve:
         warnings.append(f"{proto.label} launches its own engine from its flags; the --serve command is not used")
     asked = proto.args.get("model")

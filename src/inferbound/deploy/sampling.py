@@ -34,6 +34,11 @@ def defaults() -> dict:
     return data_yaml("features.yaml")["sampling"]
 
 
+def engines_read() -> tuple[str, ...]:
+    """The engines whose samplers were read (data/features.yaml sampling.top_p_path)."""
+    return tuple(sorted(defaults()["top_p_path"]))
+
+
 def _version(v: str) -> tuple[int, ...]:
     out = []
     for part in v.strip().lstrip("vV").split("."):
@@ -79,7 +84,7 @@ def settings(engine: str, given: dict, vendor: str = "NVIDIA") -> tuple[dict, tu
     rep = 1.0 if r is None else _check("repetition_penalty", r, 0.0, None, True)
     name = engine.partition("@")[0]
     d, notes = defaults(), []
-    read = sorted(d["top_p_path"])
+    read = engines_read()
     if (top_p < 1.0 or rep != 1.0) and name not in read:
         field = "top_p" if top_p < 1.0 else "repetition_penalty"
         raise ValueError(f"{field}: the sampler of engine={engine!r} is not read from its sources; allowed: an "
