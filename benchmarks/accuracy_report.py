@@ -39,6 +39,7 @@ from serving_targets import format_lines, target_lines  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "validation" / "measured.csv"
 PUBLIC = ROOT / "benchmarks" / "data" / "measured_public.csv"
+INFERENCEX = ROOT / "benchmarks" / "data" / "measured_inferencex.csv"
 OOF = ROOT / "benchmarks" / "data" / "cv_oof.csv"
 FIT_SCENARIOS = ("static_batch", "max_throughput")
 MOE = ("mixtral", "qwen3-30b", "qwen3-235b", "deepseek", "maverick", "scout", "gpt-oss")
@@ -144,6 +145,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("csv", nargs="?", default=str(SHARED))
     ap.add_argument("--public", default=str(PUBLIC))
+    ap.add_argument("--inferencex", default=str(INFERENCEX),
+                    help="InferenceX's closed-loop sweeps (benchmarks/inferencex_import.py), scored like the public file")
     ap.add_argument("--calibration", default="default")
     ap.add_argument("--cv", action="store_true", help="recompute the cross-validated residuals (slow)")
     ap.add_argument("--no-baselines", action="store_true")
@@ -222,6 +225,10 @@ def main() -> None:
         print(f"| {name} | >= 80 % | {n} | coverage {pct(c)} |  | {'–' if c is None else ('yes' if c >= 0.8 else '**no**')} |")
     print()
     print_issue19(pub, pub_bands, Path(a.public).name, len(pub_bad))
+    if Path(a.inferencex).exists():  # InferenceX's closed-loop DeepSeek-R1 sweeps (scored, never fitted)
+        ix_rows, ix_bad = read_csv(a.inferencex)
+        ix = predict_rows(ix_rows, calibration=cal if cal is not None else "none")
+        print_issue19(ix, row_bands(ix, cal), Path(a.inferencex).name, len(ix_bad))
     print("## measured.csv, shipped calibration\n")
     print(table([s["throughput"] | {"class": "throughput"}, s["latency"] | {"class": "latency"},
                  s["all"] | {"class": "all"}], ["class"]))
