@@ -43,6 +43,8 @@ FIXTURE = ('https://github.com/vngcloud/InferenceX-app/blob/7fe6d62ad57a3df061be
            'packages/app/cypress/fixtures/api/benchmarks.json')
 IX = 'https://github.com/SemiAnalysisAI/InferenceX/blob'
 SOURCE = 'InferenceX_API_snapshot_2026-06'
+#: SGLang's --stream-interval and --scheduler-recv-interval (validation/dataset.py reads them), after the public header
+EXTRA_COLUMNS = ['stream_interval', 'scheduler_recv_interval']
 RANGE_RATIO = 0.8  # RANDOM_RANGE_RATIO of benchmark-tmpl.yml / dsr1-tmpl.yml at every date of the snapshot
 GPU = {'h200': 'h200_sxm', 'b200': 'b200_hgx', 'b300': 'b300_hgx', 'mi300x': 'mi300x', 'mi325x': 'mi325x',
        'mi355x': 'mi355x'}
@@ -334,7 +336,7 @@ def flatten(d: dict, prefix: str = '') -> list[str]:
 
 
 def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
-    header = open(HERE / 'data' / 'measured_public.csv').readline().strip().split(',')
+    header = open(HERE / 'data' / 'measured_public.csv').readline().strip().split(',') + EXTRA_COLUMNS
     rows, log = [], []
     cache: dict = {}
     n = 0
@@ -375,7 +377,7 @@ def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
                 img_note = 'image null in the API and not found in the configs at that date: engine_version blank'
         ver, ver_note = engine_version(image)
         # schema columns from the server flags
-        max_seqs = max_tok = gmu = prefix = kv = ''
+        max_seqs = max_tok = gmu = prefix = kv = stream = recv = ''
         cuda_graphs = ''
         extra = []
         if fw == 'sglang':
@@ -389,6 +391,8 @@ def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
                 kv = 'fp8'
             if opt(server, '--disable-cuda-graph'):
                 cuda_graphs = 'off'
+            stream = opt(server, '--stream-interval') or ''
+            recv = opt(server, '--scheduler-recv-interval') or ''
         elif fw == 'trt':
             max_seqs = opt(server, '--max_batch_size') or ''
             max_tok = opt(server, '--max_num_tokens') or ''
@@ -471,7 +475,8 @@ def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
             n += 1
             r = {h: '' for h in header}
             r.update({'case': f'p-ixapi-{n:04d}', 'source': SOURCE, 'model': mid, 'gpu': GPU[e['hardware']],
-                      'num_gpus': e['num_decode_gpu'], 'tp': e['decode_tp'], 'pp': 1, 'ep': e['decode_ep'],
+                      'num_gpus': e['decode_tp'],  # single node: EP shards the experts over the TP ranks (the API's
+                      # num_decode_gpu reads tp x ep: 64 for TP8 EP8 on one 8-GPU node) 'tp': e['decode_tp'], 'pp': 1, 'ep': e['decode_ep'],
                       'kv_dtype': kv, 'framework': FRAMEWORK[fw], 'scenario': 'serving', 'num_requests': nreq,
                       'input_len': draw_mean(e['isl'], ratio), 'output_len': draw_mean(e['osl'], ratio),
                       'metric': metric, 'value': f'{v * scale:.6g}', 'source_url': e['run_url'],
@@ -480,6 +485,7 @@ def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
                       'gpu_memory_utilization': gmu, 'prefix_caching': prefix,
                       'attention_dp': 'on' if e['decode_dp_attention'] else '', 'cuda_graphs': cuda_graphs,
                       'weight_dtype': 'fp4' if e['precision'] == 'fp4' else '',
+                      'stream_interval': stream, 'scheduler_recv_interval': recv,
                       'notes': '; '.join(note)})
             rows.append(r)
     return rows, log
@@ -497,7 +503,7 @@ def main(argv=None) -> int:
     keep = [e for e in data if e.get('disagg') is False and e.get('is_multinode') is False
             and e.get('spec_method') == 'none']
     rows, log = build(keep)
-    header = open(HERE / 'data' / 'measured_public.csv').readline().strip().split(',')
+    header = open(HERE / 'data' / 'measured_public.csv').readline().strip().split(',') + EXTRA_COLUMNS
     with open(a.out, 'w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=header, lineterminator='\n')
         w.writeheader()

@@ -176,6 +176,7 @@ def _sglang_parser() -> ToolParser:
     p.add_argument("--context-length", type=positive_int)
     p.add_argument("--disable-cuda-graph", action="store_true")  # eager steps (SGLang server_args.py)
     p.add_argument("--stream-interval", type=positive_int)  # tokens per streamed chunk (SGLang server_args.py)
+    p.add_argument("--scheduler-recv-interval", type=positive_int)  # decode passes between receives (server_args.py)
     SF.add_sglang_args(p)
     for flag in ("--host", "--port", "--api-key", "--served-model-name", "--tokenizer-path", "--revision",
                  "--random-seed", "--log-level", "--node-rank", "--dist-init-addr"):
@@ -210,6 +211,8 @@ def parse_sglang(words: list[str]) -> ServeSpec:
         opts["cuda_graphs"] = "off"
     if ns.stream_interval is not None:
         opts["stream_interval"] = ns.stream_interval
+    if ns.scheduler_recv_interval is not None:
+        opts["recv_interval"] = ns.scheduler_recv_interval
     if d > 1:
         dep = {"tp": world // d, "dp": d, "attention_dp": True, "pp": pp, "num_gpus": world * pp}
     else:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-MODES = ("scheduler_steps", "cuda_graphs", "stream_interval")
+MODES = ("scheduler_steps", "cuda_graphs", "stream_interval", "recv_interval")
 GRAPH_CHOICES = ("on", "off")
 
 
@@ -32,6 +32,7 @@ class Modes(NamedTuple):
     notes: tuple
     stream: int = 1  # tokens per streamed chunk (SGLang --stream-interval)
     stream_first: str = "at_once"  # engines.yaml stream_interval.first: when the first chunk leaves
+    recv: int = 1  # SGLang --scheduler-recv-interval k: new requests received every k decode steps (_recv)
 
 
 def settings(p, given: dict) -> Modes:
@@ -63,7 +64,33 @@ def settings(p, given: dict) -> Modes:
             notes.append("CUDA graphs off (--disable-cuda-graph / --enforce-eager): every kernel's launch cost "
                          "is paid eagerly")
     stream, first = _stream(p, given.get("stream_interval"), steps, notes)
-    return Modes(steps, graphs, tuple(notes), stream, first)
+    recv = _recv(p, given.get("recv_interval"), notes)
+    return Modes(steps, graphs, tuple(notes), stream, first, recv)
+
+
+def _count(name: str, k) -> int:
+    """``k`` as an integer >= 1, else a one-line ValueError naming ``name``."""
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or int(k) != k or k < 1:
+        raise ValueError(f"{name}={k!r} must be an integer >= 1")
+    return int(k)
+
+
+def _recv(p, k, notes: list) -> int:
+    """SGLang ``--scheduler-recv-interval k`` (engines.yaml ``recv_interval``; SchedulerRecvSkipper): the scheduler
+    takes in new requests only when a counter of the forward passes since it last did reaches k, a decode step
+    counting 1 and any prefill (extend) step 1000, so a request that arrives during decode-only steps waits up to k
+    of them; after a prefill step the next pass receives. Refused above 1 for a profile without the setting."""
+    ri = p.recv_interval
+    if k is None:
+        return int(ri.value) if ri is not None else 1
+    k = _count("recv_interval", k)
+    if k > 1 and ri is None:
+        raise ValueError(f"recv_interval={k}: engine={p.key!r} has no --scheduler-recv-interval read from its sources; "
+                         f"allowed: recv_interval=1, or an SGLang 0.5 engine")
+    if k > 1:
+        notes.append(f"scheduler recv interval {k} (--scheduler-recv-interval {k}): a request arriving while the batch "
+                     f"decodes waits for the scheduler's next receive, up to {k} decode steps (a prefill step resets it)")
+    return k
 
 
 def _stream(p, k, steps: int, notes: list) -> tuple[int, str]:
@@ -72,9 +99,7 @@ def _stream(p, k, steps: int, notes: list) -> tuple[int, str]:
     first = si.first if si is not None else "at_once"
     if k is None:
         return (int(si.value) if si is not None else 1), first
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or int(k) != k or k < 1:
-        raise ValueError(f"stream_interval={k!r} must be an integer >= 1")
-    k = int(k)
+    k = _count("stream_interval", k)
     if k > 1 and si is None:
         raise ValueError(f"stream_interval={k}: engine={p.key!r} has no stream interval read from its sources; "
                          f"allowed: stream_interval=1, or an SGLang engine (--stream-interval)")

@@ -199,6 +199,7 @@ class EngineProfile(_Frozen):
     cuda_graphs: Optional[CudaGraphs] = None
     scheduler_steps: Optional[Cited[int]] = None   # vLLM V0 multi-step: decode steps per scheduler call (None: not in this engine)
     stream_interval: Optional[StreamInterval] = None  # tokens per streamed chunk (None: not modelled for this engine)
+    recv_interval: Optional[Cited[int]] = None  # SGLang --scheduler-recv-interval default (None: not in this engine)
     prefix_caching: Optional[Cited[bool]] = None
     kv_offload: Optional[Cited[bool]] = None
     sliding_window: Optional[Cited[bool]] = None   # false: the engine ignores the model's sliding windows

@@ -78,6 +78,7 @@ class Runtime:
     top_p: float = 1.0
     repetition_penalty: float = 1.0
     sampler_bytes: tuple = (0.0, 0.0)
+    recv_interval: int = 1  # SGLang --scheduler-recv-interval (engine_modes.py): decode steps between receives
 
     @property
     def name(self) -> str:
@@ -101,6 +102,8 @@ class Runtime:
         if self.stream_interval > 1:
             extra += f", stream interval {self.stream_interval}"
         extra += sampling.describe(self.top_p, self.repetition_penalty)
+        if self.recv_interval > 1:
+            extra += f", recv interval {self.recv_interval}"
         return (f"{self.label}: block {self.block_size}, token budget {self.token_budget}, max {seqs} seqs, "
                 f"KV {self.kv_rule.replace('_', ' ')} {frac}, reservation {self.reservation}{extra}")
 
@@ -164,7 +167,7 @@ def resolve(dep, engine: str | EngineProfile | None = None, offline: bool = Fals
             if k not in FEATURES and k not in engine_modes.MODES}
     feats, notes = _features(dep, rt, given)
     rt = replace(rt, **{**base, **feats}, scheduler_steps=modes.steps, stream_interval=modes.stream,
-                 stream_first=modes.stream_first, overridden=tuple(sorted(given)),
+                 stream_first=modes.stream_first, recv_interval=modes.recv, overridden=tuple(sorted(given)),
                  notes=rt.notes + len_note + notes + modes.notes)
     if rt.preemption == "none" and rt.reservation == "current" and given.get("preemption") == "none":
         # blocks granted as sequences grow run out under load, and an engine must then preempt someone

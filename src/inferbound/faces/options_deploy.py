@@ -139,6 +139,9 @@ ENGINE: tuple[Opt, ...] = (
     _o("repetition_penalty", "float", None, "sampling: the requests' repetition penalty; other than 1 the engine "
        "applies its penalties over B x vocab (vLLM's bin counts and masks 85 bytes per logit, frequency and presence "
        "penalties take the same path; SGLang's penalty tensor 66) (default 1)", gt=0),
+    _o("recv_interval", "int", None, "SGLang --scheduler-recv-interval k (0.5 series): new requests are received "
+       "when k decode steps have run since the last receive (a prefill step counts 1000), so a request arriving "
+       "mid-decode waits up to k steps before its prefill (default 1)", ge=1, le=10000),
     # engine run modes (deploy/engine_modes.py)
     _o("scheduler_steps", "int", None, "vLLM V0 multi-step scheduling (--num-scheduler-steps N, vLLM 0.5-0.7): N "
        "decode steps per scheduler call, no prompt admitted between them, tokens streamed every N steps "

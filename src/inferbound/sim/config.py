@@ -65,7 +65,7 @@ def sim_config(dep: Deployment, rt: Runtime | None = None, replicas=None, prefil
                      spec=spec_of(rt), prefix_caching=bool(rt.prefix_caching),
                      device_blocks=blocks if host else None,
                      host_overlap=float(offload_defaults()["overlap"]["value"]), seed=int(seed),
-                     scheduler_steps=int(rt.scheduler_steps))
+                     scheduler_steps=int(rt.scheduler_steps), recv_interval=int(rt.recv_interval))
 
 
 def pool_configs(dep: Deployment, overrides: dict, prefill_layout, decode_layout, prefill_replicas, decode_replicas,

@@ -211,6 +211,11 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
     n = dec.n
     to_go = int(dec.due if dec.exact else dec.to_go())  # min(target − generated)
     steps = min(to_go, MAX_RUN) if not burst else min(int(burst), MAX_RUN)  # a finish ends a plain run
+    cap = rep.recv_cap()  # a receive interval with arrivals held: the run ends where the scheduler receives
+    if cap is not None:
+        if cap < 1:
+            return None
+        steps = min(steps, cap)
     if burst:
         horizon = float("inf")
     ctx = dec.cached[:n]
@@ -309,6 +314,9 @@ def decode_run(rep, t: float, horizon: float, burst: int = 0):
         else:
             ledger.record_equal_gap_run(chunks[0][1][1:], n)
     dec.advance(k)
+    if rep.recv_k > 1:  # k decode passes (weight 1 each); with nothing held the receives kept firing every k passes
+        c = rep.recv_counter + k
+        rep.recv_counter = c if rep.inbox or c <= rep.recv_k else (c - 1) % rep.recv_k + 1
     end = run.e
     dec.set_last(end)
     rep.busy_s, rep.energy_j_per_gpu = run.busy, run.energy

@@ -87,6 +87,7 @@ class SimConfig:
     seed: int = 0  # the acceptance draws of speculative decoding
     decode_runs: bool = True  # advance runs of decode-only steps at once (sim/decode_run.py); False: step by step
     scheduler_steps: int = 1  # vLLM V0 multi-step: N decode steps per scheduler call (deploy/engine_modes.py)
+    recv_interval: int = 1  # SGLang --scheduler-recv-interval: decode steps between receives (sim/scheduler.py)
 
     @property
     def spec_k(self) -> int:
@@ -344,7 +345,7 @@ def simulate_run(dep: Deployment, requests: list[Request], cfg: SimConfig,
             touched.append(rep)
         while next_arrival <= t:
             dst = least_loaded(front)
-            dst.waiting.append(source.pop())
+            dst.arrive(source.pop())
             dst.outstanding += 1
             touched.append(dst)
             in_sys += 1

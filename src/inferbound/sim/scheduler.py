@@ -69,6 +69,9 @@ from .prefix import PrefixCache
 from .stepcost import StepPricer
 
 
+RECV_EXTEND = 1000  # SGLang scheduler_recv_skipper.py _DEFAULT_WEIGHT: any pass but decode counts 1000 (receive next)
+
+
 class StepPlan:
     """A step while :meth:`Replica.start_step` plans it: the tokens of the budget still free, the seconds
     of copies it carries (swaps), whether it preempted a sequence, and the prefill chunks scheduled so far:
@@ -119,6 +122,34 @@ class Replica(BlockRules, StepApply):
         self.plan = StepPlan()  # the step being planned (start_step)
         self.decode_runs = cfg.decode_runs  # runs of decode-only steps at once (decode_run.py)
         self.steps_per_call = cfg.scheduler_steps  # multi-step scheduling: decode steps per call (N)
+        # SGLang --scheduler-recv-interval k (SchedulerRecvSkipper): arrivals wait in the inbox until a counter of
+        # the passes since the last receive (decode 1, a step with prefill chunks RECV_EXTEND) reaches k
+        self.recv_k = int(getattr(cfg, "recv_interval", 1))
+        self.recv_counter = self.recv_k  # the first pass receives (maybe_create's counter starts at the threshold)
+        self.inbox: deque[int] = deque()
+
+    # -- arrivals ----------------------------------------------------------------------------------
+    def arrive(self, rid: int) -> None:
+        """A new request: queued now, or, under a receive interval k > 1 while the replica has work (a step
+        running or sequences in service: a closed loop's next request lands at a step's end), held in the inbox
+        until the scheduler's next receive (an idle scheduler polls at once: its empty passes take no time)."""
+        if self.recv_k > 1 and (self.busy or self.dec.n or self.prefilling or self.waiting):
+            self.inbox.append(rid)
+        else:
+            self.waiting.append(rid)
+
+    def _receive(self) -> None:
+        """SchedulerRecvSkipper.handle at the start of a pass: when the counter has reached k, every request in
+        the inbox joins the queue and the counter restarts."""
+        if self.recv_counter >= self.recv_k:
+            self.recv_counter = 0
+            if self.inbox:
+                self.waiting.extend(self.inbox)
+                self.inbox.clear()
+
+    def recv_cap(self) -> int | None:
+        """Decode steps a run may take before the scheduler must receive its inbox (None: no cap)."""
+        return max(self.recv_k - self.recv_counter, 0) if self.inbox else None
 
     # -- one step ----------------------------------------------------------------------------------
     def start_step(self, t: float, horizon: float | None = None):
@@ -132,6 +163,8 @@ class Replica(BlockRules, StepApply):
         (sim/decode_run.py: the same steps, applied at once), also right after a planned step that
         finished nothing and ends before it. None: one step.
         """
+        if self.recv_k > 1:
+            self._receive()
         if self.steps_per_call > 1 and self._burst_ready():  # multi-step: N decode steps, nothing admitted
             run = decode_run(self, t, horizon or 0.0, burst=self.steps_per_call)
             if run is not None:
@@ -288,6 +321,7 @@ class Replica(BlockRules, StepApply):
         self.busy_s += dur
         self.energy_j_per_gpu += watts * run_s + self.idle_w * extra_s  # copies: GPU near idle
         self.last_end = end
+        self.recv_counter += RECV_EXTEND if plan.chunks else 1  # SchedulerRecvSkipper's weights
         finished, handoffs = self._apply_decodes(t, end, n_dec), []
         if plan.sched:
             self._apply_chunks(end, plan.sched, finished, handoffs)

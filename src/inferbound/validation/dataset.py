@@ -15,7 +15,9 @@ Optional columns (blank = not stated; the engine profile's default):
   ``speculative`` (e.g. ``mtp:3``);
 - ``scheduler_steps``: vLLM V0 multi-step scheduling, the run's ``--num-scheduler-steps N`` (deploy/engine_modes.py);
   ``cuda_graphs`` (on/off): off where the run disabled them (SGLang ``--disable-cuda-graph``, vLLM
-  ``--enforce-eager``): steps priced eagerly;
+  ``--enforce-eager``): steps priced eagerly; ``stream_interval`` (SGLang ``--stream-interval k``: tokens per
+  streamed chunk) and ``scheduler_recv_interval`` (SGLang ``--scheduler-recv-interval k``: decode steps between the
+  scheduler's receives of new requests) as the run set them (deploy/engine_modes.py);
 - ``attention_dp`` (on/off): the engine ran attention data parallel beside expert parallelism
   (TensorRT-LLM ``enable_attention_dp``, SGLang ``--enable-dp-attention``; layouts named DEP<n>). ``tp``
   is then the engine's tp_size, which counts every attention rank: inferbound prices it as attention
@@ -85,6 +87,8 @@ class Row:
     bench_command: str | None = None  # the load tool's command line (serving rows; predict.py replays it)
     scheduler_steps: int | None = None  # vLLM V0 --num-scheduler-steps (deploy/engine_modes.py)
     cuda_graphs: bool | None = None  # False: the run disabled CUDA graphs (eager steps)
+    stream_interval: int | None = None  # SGLang --stream-interval (deploy/engine_modes.py)
+    recv_interval: int | None = None  # SGLang --scheduler-recv-interval (deploy/engine_modes.py)
 
     @property
     def setup_key(self) -> tuple:
@@ -94,7 +98,8 @@ class Row:
                 self.num_requests, self.input_len, self.output_len, self.framework, self.concurrency, self.dataset,
                 self.input_len_std, self.output_len_std, self.engine, self.engine_version, self.max_num_seqs,
                 self.max_num_batched_tokens, self.gpu_memory_utilization, self.prefix_caching, self.kv_offload,
-                self.speculative, self.attention_dp, self.bench_command, self.scheduler_steps, self.cuda_graphs)
+                self.speculative, self.attention_dp, self.bench_command, self.scheduler_steps, self.cuda_graphs,
+                self.stream_interval, self.recv_interval)
 
 
 @dataclass
@@ -190,7 +195,8 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
                   prefix_caching=_opt_flag(raw, "prefix_caching"), kv_offload=_opt_flag(raw, "kv_offload"),
                   speculative=_opt_str(raw, "speculative"), attention_dp=_opt_flag(raw, "attention_dp"),
                   bench_command=_opt_str(raw, "bench_command"), scheduler_steps=_opt_int(raw, "scheduler_steps"),
-                  cuda_graphs=_opt_flag(raw, "cuda_graphs"))
+                  cuda_graphs=_opt_flag(raw, "cuda_graphs"), stream_interval=_opt_int(raw, "stream_interval"),
+                  recv_interval=_opt_int(raw, "scheduler_recv_interval"))
         if not row.value > 0:
             raise ValueError(f"value={row.value} must be > 0")
         for name in ("input_len", "output_len"):
@@ -201,8 +207,10 @@ def parse_row(raw: dict, line: int) -> Row | Unreadable:
             v = getattr(row, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name}={v!r} must be a number of tokens >= 0")
-        if row.scheduler_steps is not None and row.scheduler_steps < 1:
-            raise ValueError(f"scheduler_steps={row.scheduler_steps} must be >= 1")
+        for name, v in (("scheduler_steps", row.scheduler_steps), ("stream_interval", row.stream_interval),
+                        ("scheduler_recv_interval", row.recv_interval)):
+            if v is not None and v < 1:
+                raise ValueError(f"{name}={v} must be >= 1")
         if row.concurrency is not None and row.concurrency < 1:
             raise ValueError(f"concurrency={row.concurrency} must be >= 1")
         if row.gpu_memory_utilization is not None and not 0 < row.gpu_memory_utilization <= 1:

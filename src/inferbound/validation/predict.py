@@ -114,6 +114,10 @@ def row_engine_options(row: Row) -> dict:
         out["scheduler_steps"] = row.scheduler_steps
     if row.cuda_graphs is not None:
         out["cuda_graphs"] = "on" if row.cuda_graphs else "off"
+    if row.stream_interval is not None:
+        out["stream_interval"] = row.stream_interval
+    if row.recv_interval is not None:
+        out["recv_interval"] = row.recv_interval
     return out
 
 

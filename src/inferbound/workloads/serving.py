@@ -67,6 +67,7 @@ from ..step.explain import phase
 from ..base.datafiles import data_yaml
 from . import multistep, steady_state, streaming
 from .closed_loop import ClosedLoop, Waves
+from .recv import receive_wait
 from .features import Features
 from .images import images_notes, with_images
 from .lengths import Mix, describe
@@ -156,6 +157,10 @@ def _wave_reason(dep: Deployment, mix: Mix, clients: float, think_time: float) -
     if not rt.mixed_batches and max(mix.inputs) > rt.token_budget:
         return (f"{rt.label} runs prefill-first steps and a prompt of {max(mix.inputs):g} tokens spans several of its "
                 f"{rt.token_budget}-token steps: the wave model needs a prompt per step, so arrivals are treated as random")
+    if getattr(rt, "recv_interval", 1) > 1 and clients > 1:
+        return (f"scheduler recv interval {rt.recv_interval} (SGLang --scheduler-recv-interval): a prompt waits for the "
+                f"scheduler's next receive, so the closed loop's prefill waves do not hold; the steady state adds the "
+                f"mean wait (workloads/recv.py) and inferbound simulate replays the counter")
     if multistep.steps_of(rt) > 1:
         return (f"multi-step scheduling ({rt.scheduler_steps} decode steps per call): the wave model prices one step "
                 f"per call, so arrivals are treated as random (steady state, workloads/multistep.py)")
@@ -259,13 +264,19 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
             return streaming.apply(_from_waves(dep, r, mix, int(concurrency), run, notes), dep.runtime,
                                    mix.outputs, mix.weights)  # what a client sees under a stream interval
         notes.insert(0, why + _first_wave_note(dep, r, mix, clients, think_time, run))
-    if closed and think_time == 0:  # every client is in service (or queued past the caps): C = min(N_r, C_max)
+    rt = dep.runtime
+
+    def recv_of(p):  # the wait for SGLang's next receive (workloads/recv.py); one client lands on an idle engine
+        return receive_wait(rt, p["t"], 1.0 if closed else p["b"]) if (not closed or clients > 1) else 0.0
+    recv_on = getattr(rt, "recv_interval", 1) > 1
+    if closed and think_time == 0 and not recv_on:  # every client is in service (or queued past the caps)
         point, capped = r.point(min(clients, r.c_max)), clients > r.c_max
-    elif closed:
-        point, capped = r.solve(lambda p: clients * p["mean_e2e"] / (p["mean_e2e"] + think_time))
+    elif closed:  # a client thinking (or waiting for the scheduler's receive) is not in service
+        point, capped = r.solve(lambda p: clients * p["mean_e2e"] / (p["mean_e2e"] + think_time + recv_of(p)))
     if closed:
         x = point["c"] / point["mean_e2e"]  # requests/s per replica
-        wait = max(clients / x - think_time - point["mean_e2e"], 0.0) if capped else 0.0
+        wait = max(clients / x - think_time - (recv_of(point) if recv_on else 0.0) - point["mean_e2e"], 0.0) \
+            if capped else 0.0
     else:
         lam = rate / reps
         point, capped = r.solve(lambda p: lam * p["mean_e2e"])
@@ -275,8 +286,13 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
                              f"({min(r.caps, key=r.caps.get)} holds {_count(r.c_max)} requests per replica); allowed: "
                              f"rate < {x_max:.3g}, or more replicas")
         x, wait = lam, 0.0
-    ttft = [a + wait for a in point["ttft"]]
-    e2e = [a + wait for a in point["e2e"]]
+    recv = recv_of(point) if recv_on else 0.0
+    if recv:
+        notes.append(f"scheduler recv interval {rt.recv_interval}: a request waits {recv * 1e3:,.1f} ms on average for "
+                     f"the scheduler's next receive, (k − 1)/2 decode steps of {point['t'] * 1e3:,.2f} ms "
+                     f"(workloads/recv.py)")
+    ttft = [a + wait + recv for a in point["ttft"]]
+    e2e = [a + wait + recv for a in point["e2e"]]
     mean_e2e = float(np.dot(mix.weights, e2e))
     in_system = clients if closed else x * mean_e2e
     b, t = point["b"], point["t"]
