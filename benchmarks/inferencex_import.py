@@ -44,7 +44,7 @@ FIXTURE = ('https://github.com/vngcloud/InferenceX-app/blob/7fe6d62ad57a3df061be
 IX = 'https://github.com/SemiAnalysisAI/InferenceX/blob'
 SOURCE = 'InferenceX_API_snapshot_2026-06'
 #: SGLang's --stream-interval and --scheduler-recv-interval (validation/dataset.py reads them), after the public header
-EXTRA_COLUMNS = ['stream_interval', 'scheduler_recv_interval']
+EXTRA_COLUMNS = ['stream_interval', 'scheduler_recv_interval', 'bench_command']
 RANGE_RATIO = 0.8  # RANDOM_RANGE_RATIO of benchmark-tmpl.yml / dsr1-tmpl.yml at every date of the snapshot
 GPU = {'h200': 'h200_sxm', 'b200': 'b200_hgx', 'b300': 'b300_hgx', 'mi300x': 'mi300x', 'mi325x': 'mi325x',
        'mi355x': 'mi355x'}
@@ -486,6 +486,7 @@ def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
                       'attention_dp': 'on' if e['decode_dp_attention'] else '', 'cuda_graphs': cuda_graphs,
                       'weight_dtype': 'fp4' if e['precision'] == 'fp4' else '',
                       'stream_interval': stream, 'scheduler_recv_interval': recv,
+                      'bench_command': f'python benchmarks/{cl}' if client else '',  # replayed by validate
                       'notes': '; '.join(note)})
             rows.append(r)
     return rows, log

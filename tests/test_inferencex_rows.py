@@ -49,3 +49,29 @@ def test_spot_check_against_the_snapshot(rows):
     assert hit["output_tok_s_per_gpu"].value == pytest.approx(154.312, rel=1e-5)
     assert hit["ttft_ms"].num_requests == 160
     assert (819 + 1024) / 2 == 921.5
+
+
+def test_every_row_carries_its_client_command(rows):
+    """The client's own command line (validate replays it: validation/replayed.py) states the row's concurrency and
+    prompt count."""
+    from inferbound.bench.load import parse_load
+    seen = {}
+    for r in rows:
+        if r.bench_command in seen:
+            continue
+        p = seen[r.bench_command] = parse_load(r.bench_command)
+        assert p.max_concurrency == r.concurrency and p.inputs.size == r.num_requests, r.case
+
+
+def test_a_stated_mean_agrees_with_a_draw_within_its_sampling_error():
+    """validation/replayed._agree: 1 % + 1 token, or 3 standard errors of the draw's mean. 40 draws uniform on
+    [6553, 8192]: std 1639/sqrt(12) = 473.2, SE 74.8, 3 SE = 224.5 tokens; so 7262 against 7372.5 agrees, 7100 does
+    not."""
+    import numpy as np
+    from inferbound.validation.replayed import _agree
+    rng = np.random.default_rng(0)
+    draw = rng.integers(6553, 8193, 40).astype(float)
+    draw += 7262.0 - draw.mean()
+    _agree("output_len", 7372.5, draw)
+    with pytest.raises(ValueError, match="output_len=7372.5 disagrees"):
+        _agree("output_len", 7372.5, draw - 162.0)

@@ -158,10 +158,13 @@ def parse_vllm(words: list[str]) -> ServeSpec:
 def _sglang_parser() -> ToolParser:
     p = ToolParser("sglang.launch_server")
     p.add_argument("--model-path", "--model")
-    p.add_argument("--tp-size", "--tp", type=positive_int, default=1)
-    p.add_argument("--dp-size", "--dp", type=positive_int, default=1)
-    p.add_argument("--ep-size", "--ep", type=positive_int, default=1)
-    p.add_argument("--pp-size", type=positive_int, default=1)
+    # SGLang server_args.py names each size twice (--tensor-parallel-size / --tp-size, --data-parallel-size /
+    # --dp-size, --expert-parallel-size / --ep-size, --pipeline-parallel-size / --pp-size); InferenceX's launch
+    # scripts use the long forms (benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh)
+    p.add_argument("--tp-size", "--tp", "--tensor-parallel-size", dest="tp_size", type=positive_int, default=1)
+    p.add_argument("--dp-size", "--dp", "--data-parallel-size", dest="dp_size", type=positive_int, default=1)
+    p.add_argument("--ep-size", "--ep", "--expert-parallel-size", dest="ep_size", type=positive_int, default=1)
+    p.add_argument("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=positive_int, default=1)
     p.add_argument("--nnodes", type=positive_int, default=1)
     p.add_argument("--attn-dp-size", type=positive_int)
     p.add_argument("--enable-dp-attention", action="store_true")
