@@ -92,3 +92,18 @@ def test_simulator_and_analytic_agree(clients):
     assert 0.6 * added_ana < added_sim < 1.2 * added_ana
     one = [simulate(d, concurrency=1, requests=10, **SPREAD).to_dict()["ttft_ms_mean"] for d in (base, held)]
     assert one[1] == pytest.approx(one[0], rel=1e-9)
+
+
+def test_an_open_loop_at_low_rate_loses_no_request():
+    """A request held while the last running sequence finishes is received by the now idle scheduler (its empty
+    passes reach k at once), so none is left in the inbox: 200 Poisson requests at 2 req/s all complete."""
+    r = simulate(_dep(30), rate=2.0, requests=200, input_len=512, output_len=64).to_dict()
+    assert r["completed"] == 200
+
+
+def test_idle_scheduler_receives_the_inbox():
+    r = _Stub()
+    r.recv_counter = 3
+    r.inbox.append(7)                  # held during a step whose sequences all finished
+    r._receive()                       # nothing to run: received although the counter is below k
+    assert list(r.waiting) == [7] and r.recv_counter == 0

@@ -122,7 +122,7 @@ class ReplicaRun:
                     if self.watch:
                         self.finished.extend(finished)
             while i < n and arrival[i] <= t:
-                rep.waiting.append(i)
+                rep.arrive(i)  # queued, or held for the scheduler's next receive (sim/scheduler.py)
                 rep.outstanding += 1
                 self.in_sys += 1
                 i += 1

@@ -140,8 +140,9 @@ class Replica(BlockRules, StepApply):
 
     def _receive(self) -> None:
         """SchedulerRecvSkipper.handle at the start of a pass: when the counter has reached k, every request in
-        the inbox joins the queue and the counter restarts."""
-        if self.recv_counter >= self.recv_k:
+        the inbox joins the queue and the counter restarts. A replica left with nothing to run receives at once:
+        its idle passes (weight 1 each) take no time, so the counter reaches k immediately."""
+        if self.recv_counter >= self.recv_k or (self.inbox and not (self.dec.n or self.prefilling or self.waiting)):
             self.recv_counter = 0
             if self.inbox:
                 self.waiting.extend(self.inbox)
