@@ -18,6 +18,7 @@ import numpy as np
 
 from ..deploy.config import Dtypes, Parallelism
 from ..deploy.eplb import expert_slots, moe_imbalance
+from ..deploy.sampling import ROWS_SPLIT
 from ..base.dtypes import bytes_per_element, component_weight_bytes
 from ..model.geometry import heads_of, projection_widths
 from ..model import moa
@@ -286,12 +287,10 @@ def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled, sampler=(0.0, 
                                "moe" if par.dp_gathered_mlp else "tp", ways, ""))
     small, large = sampler
     if small or large:  # every rank samples its rows over the whole vocabulary (the gathered logits)
-        per_logit = (small if logits < SORT_SPLIT_ROWS else large) if isinstance(logits, float) else \
-            np.where(logits < SORT_SPLIT_ROWS, small, large)
+        per_logit = (small if logits < ROWS_SPLIT else large) if isinstance(logits, float) else \
+            np.where(logits < ROWS_SPLIT, small, large)
         ops.append(Op("sampler", "elementwise", 1, act_bytes=logits * m.vocab_size * per_logit))
     return ops
 
-
-SORT_SPLIT_ROWS = 128  # deploy/sampling.ROWS_SPLIT: PyTorch sorts below 128 rows as one full sort
 
 
