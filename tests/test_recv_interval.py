@@ -41,7 +41,7 @@ def test_option_is_read_where_the_engine_has_it():
 class _Stub:
     """The receive counter of a Replica without its step machinery."""
     recv_k = 10
-    arrive, _receive, recv_cap = Replica.arrive, Replica._receive, Replica.recv_cap
+    arrive, _receive, recv_cap, _holds_work = Replica.arrive, Replica._receive, Replica.recv_cap, Replica._holds_work
 
     def __init__(self):
         self.recv_counter, self.inbox, self.waiting = self.recv_k, deque(), deque()

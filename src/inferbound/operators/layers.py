@@ -293,4 +293,3 @@ def head_ops(m: ModelSpec, dt: Dtypes, par: Parallelism, sampled, sampler=(0.0, 
     return ops
 
 
-

@@ -124,7 +124,7 @@ class Replica(BlockRules, StepApply):
         self.steps_per_call = cfg.scheduler_steps  # multi-step scheduling: decode steps per call (N)
         # SGLang --scheduler-recv-interval k (SchedulerRecvSkipper): arrivals wait in the inbox until a counter of
         # the passes since the last receive (decode 1, a step with prefill chunks RECV_EXTEND) reaches k
-        self.recv_k = int(getattr(cfg, "recv_interval", 1))
+        self.recv_k = int(cfg.recv_interval)
         self.recv_counter = self.recv_k  # the first pass receives (maybe_create's counter starts at the threshold)
         self.inbox: deque[int] = deque()
 
@@ -133,7 +133,7 @@ class Replica(BlockRules, StepApply):
         """A new request: queued now, or, under a receive interval k > 1 while the replica has work (a step
         running or sequences in service: a closed loop's next request lands at a step's end), held in the inbox
         until the scheduler's next receive (an idle scheduler polls at once: its empty passes take no time)."""
-        if self.recv_k > 1 and (self.busy or self.dec.n or self.prefilling or self.waiting):
+        if self.recv_k > 1 and (self.busy or self._holds_work()):
             self.inbox.append(rid)
         else:
             self.waiting.append(rid)
@@ -142,11 +142,15 @@ class Replica(BlockRules, StepApply):
         """SchedulerRecvSkipper.handle at the start of a pass: when the counter has reached k, every request in
         the inbox joins the queue and the counter restarts. A replica left with nothing to run receives at once:
         its idle passes (weight 1 each) take no time, so the counter reaches k immediately."""
-        if self.recv_counter >= self.recv_k or (self.inbox and not (self.dec.n or self.prefilling or self.waiting)):
+        if self.recv_counter >= self.recv_k or (self.inbox and not self._holds_work()):
             self.recv_counter = 0
             if self.inbox:
                 self.waiting.extend(self.inbox)
                 self.inbox.clear()
+
+    def _holds_work(self) -> bool:
+        """Sequences decoding, prefilling or queued: the scheduler's next pass has something to run."""
+        return bool(self.dec.n or self.prefilling or self.waiting)
 
     def recv_cap(self) -> int | None:
         """Decode steps a run may take before the scheduler must receive its inbox (None: no cap)."""

@@ -17,5 +17,5 @@ from __future__ import annotations
 
 def receive_wait(rt, decode_step_s, busy=1.0):
     """W of the module docstring, seconds (0 without a receive interval); arrays broadcast (a sweep's points)."""
-    k = int(getattr(rt, "recv_interval", 1))
+    k = int(rt.recv_interval)
     return 0.0 if k <= 1 else busy * ((k - 1) / 2.0) * decode_step_s

@@ -157,7 +157,7 @@ def _wave_reason(dep: Deployment, mix: Mix, clients: float, think_time: float) -
     if not rt.mixed_batches and max(mix.inputs) > rt.token_budget:
         return (f"{rt.label} runs prefill-first steps and a prompt of {max(mix.inputs):g} tokens spans several of its "
                 f"{rt.token_budget}-token steps: the wave model needs a prompt per step, so arrivals are treated as random")
-    if getattr(rt, "recv_interval", 1) > 1 and clients > 1:
+    if rt.recv_interval > 1 and clients > 1:
         return (f"scheduler recv interval {rt.recv_interval} (SGLang --scheduler-recv-interval): a prompt waits for the "
                 f"scheduler's next receive, so the closed loop's prefill waves do not hold; the steady state adds the "
                 f"mean wait (workloads/recv.py) and inferbound simulate replays the counter")
@@ -268,15 +268,14 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
 
     def recv_of(p):  # the wait for SGLang's next receive (workloads/recv.py); one client lands on an idle engine
         return receive_wait(rt, p["t"], 1.0 if closed else p["b"]) if (not closed or clients > 1) else 0.0
-    recv_on = getattr(rt, "recv_interval", 1) > 1
+    recv_on = rt.recv_interval > 1
     if closed and think_time == 0 and not recv_on:  # every client is in service (or queued past the caps)
         point, capped = r.point(min(clients, r.c_max)), clients > r.c_max
     elif closed:  # a client thinking (or waiting for the scheduler's receive) is not in service
         point, capped = r.solve(lambda p: clients * p["mean_e2e"] / (p["mean_e2e"] + think_time + recv_of(p)))
     if closed:
         x = point["c"] / point["mean_e2e"]  # requests/s per replica
-        wait = max(clients / x - think_time - (recv_of(point) if recv_on else 0.0) - point["mean_e2e"], 0.0) \
-            if capped else 0.0
+        wait = max(clients / x - think_time - recv_of(point) - point["mean_e2e"], 0.0) if capped else 0.0
     else:
         lam = rate / reps
         point, capped = r.solve(lambda p: lam * p["mean_e2e"])
@@ -286,7 +285,7 @@ def serving(deployment: Deployment | None = None, rate: float | None = None, con
                              f"({min(r.caps, key=r.caps.get)} holds {_count(r.c_max)} requests per replica); allowed: "
                              f"rate < {x_max:.3g}, or more replicas")
         x, wait = lam, 0.0
-    recv = recv_of(point) if recv_on else 0.0
+    recv = recv_of(point)
     if recv:
         notes.append(f"scheduler recv interval {rt.recv_interval}: a request waits {recv * 1e3:,.1f} ms on average for "
                      f"the scheduler's next receive, (k − 1)/2 decode steps of {point['t'] * 1e3:,.2f} ms "
