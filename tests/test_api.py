@@ -58,7 +58,8 @@ def test_gpus_endpoint_lists_the_catalog_in_gb(client):
     rows = client.get("/api/gpus").json()["gpus"]
     assert {r["id"] for r in rows} == set(ib.load_catalog())
     h100 = next(r for r in rows if r["id"] == "h100_sxm")
-    assert h100["hbm_gb"] == pytest.approx(ib.get_gpu("h100_sxm").hbm_bytes / 1e9)
+    assert h100["hbm_gb"] == pytest.approx(80)                                   # the datasheet's GB
+    assert h100["hbm_device_gib"] == pytest.approx(ib.get_gpu("h100_sxm").hbm_bytes / 2**30, abs=1e-3)
 
 
 def test_meta_reports_caps_and_features(client):

@@ -37,7 +37,10 @@ def test_h100_sxm_units_by_hand():
     assert g.peak_flops["fp32"] == pytest.approx(67 * 10**12)
     assert "fp4" not in g.peak_flops
     assert g.hbm_bw == pytest.approx(3.35 * 10**12)
-    assert g.hbm_bytes == pytest.approx(80 * 10**9)
+    # memory: the datasheet's 80 GB, and the device total CUDA reports, which engines size by
+    # (deviceQuery "81106 MBytes (85045477376 bytes)", thamada/nvidia-smi gls/H100SXMx8_deviceQuery.py)
+    assert g.hbm_datasheet_bytes == pytest.approx(80 * 10**9)
+    assert g.hbm_bytes == 85045477376
     assert g.scaleup_bw == pytest.approx(450 * 10**9)
     assert g.scaleup_domain == 8
     assert g.scaleout_bw == pytest.approx(400 * 10**9 / 8)   # 50 GB/s
@@ -244,6 +247,7 @@ def test_gpu_table_rows_in_vendor_units():
     row = next(r for r in gpu_table() if r["id"] == "h100_sxm")
     assert row["bf16_tflops"] == 989 and row["fp8_tflops"] == 1979 and row["fp4_tflops"] is None
     assert row["hbm_gb"] == 80 and row["hbm_tb_s"] == 3.35
+    assert row["hbm_device_gib"] == round(85045477376 / 2**30, 3)   # 79.205 GiB
     assert row["scaleup_gb_s"] == 450 and row["scaleup_domain"] == 8 and row["scaleout_gbit_s"] == 400
     assert row["tdp_w"] == 700 and row["eff_compute"] == pytest.approx(0.803)
 

@@ -66,20 +66,20 @@ def test_70b_bf16_does_not_fit_one_h100_but_fits_four(l70):
 
 
 def test_kv_allocation_follows_the_engine_rule():
-    """Llama-3.1-8B bf16 on one H100 (80e9 B): weights 16,060,522,496 B; a profiled step of T = 8192 tokens
+    """Llama-3.1-8B bf16 on one H100 (85,045,477,376 B as CUDA reports it, data/device_memory.yaml): weights 16,060,522,496 B; a profiled step of T = 8192 tokens
     has T x (4d + 2ff + (h + 2kv) hd) x 2 B = 8192 x 51,200 x 2 activations plus fp32 logits for the
     running-sequence cap (min(cap, T) rows x 128,256 x 4 B); non-torch reserve 1e9 B (runtime.yaml)."""
     w, act_t, rows_b = 16_060_522_496, 8192 * 51_200 * 2, 128_256 * 4
     vllm = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", engine="vllm@0.33.0")
     # vLLM: gpu_memory_utilization 0.92 of all memory, minus weights, activations (1024 seqs), reserve
-    assert memory_report(vllm, 1, 100).kv_capacity == pytest.approx(0.92 * 80e9 - w - (act_t + 1024 * rows_b) - 1e9)
+    assert memory_report(vllm, 1, 100).kv_capacity == pytest.approx(0.92 * 85_045_477_376 - w - (act_t + 1024 * rows_b) - 1e9)
     trt = make_deployment(model="llama-3.1-8b", gpu="h100_sxm", engine="trtllm@0.17")
     # TensorRT-LLM: 0.9 of what is free after weights, activations (2048 seqs) and the reserve
-    assert memory_report(trt, 1, 100).kv_capacity == pytest.approx(0.9 * (80e9 - w - (act_t + 2048 * rows_b) - 1e9))
+    assert memory_report(trt, 1, 100).kv_capacity == pytest.approx(0.9 * (85_045_477_376 - w - (act_t + 2048 * rows_b) - 1e9))
     rep = memory_report(vllm, 1, 100)
     assert rep.reserve == pytest.approx(1e9)
     assert rep.total == pytest.approx(rep.weights + rep.kv_cache + rep.activations + rep.reserve)
-    assert rep.unused == pytest.approx(80e9 - rep.weights - rep.kv_capacity - 1e9 - rep.activations)
+    assert rep.unused == pytest.approx(85_045_477_376 - rep.weights - rep.kv_capacity - 1e9 - rep.activations)
 
 
 @pytest.mark.parametrize("context", [1280, 4096, 32_768])

@@ -106,7 +106,10 @@ def test_validation_rows_follow_the_analytic_capacity():
             assert math.isinf(b)
         else:
             assert math.isfinite(b) and b >= own
-    assert seen == {"closed", True, False}  # p-sgldsv3-0017 (8 req/s) overloads at 8/(1 - b); 0002 (1 req/s) not
+    # both branches were seen on the public rows until the device totals (data/device_memory.yaml) raised the
+    # KV cache ~7 %: p-sgldsv3-0017 (8 req/s) no longer overloads at 8/(1 - b), so no public row takes the
+    # infinite branch here now (what remains checked: every finite band holds the row's own prediction)
+    assert {"closed", False} <= seen
 
 
 def test_estimate_bands_of_an_open_loop_estimate():

@@ -46,10 +46,10 @@ def test_prefix_hits_with_a_host_tier_stay_below_max_throughput_at_the_serve_bud
     max-throughput runs vLLM's offline LLM class, token budget 16,384 on a GPU of >= 70 GiB (engines.yaml
     token_budget_offline: vllm/engine/arg_utils.py "LLM_CLASS 16384"), serving runs ``vllm serve``, 8,192
     ("OPENAI_API_SERVER 8192"). Activations are reserved at the budget, so the offline engine's KV cache
-    holds fewer decoders: KV cap D = 198.72 (max-throughput D = 198) against 203.27 in serving (D = 202.9),
-    and serving's 202.9·256/(255·t) tok/s beats 198·256/(255·t') by 202.9/198 ≈ 1.025 less the slightly
+    holds fewer decoders: KV cap D = 224.66 (max-throughput D = 224) against 229.2 in serving (D = 228.8),
+    and serving's 228.8·256/(255·t) tok/s beats 224·256/(255·t') by 228.8/224 ≈ 1.021 less the slightly
     longer step: 1.008 measured. Neither side is wrong: the capacity of the same engine settings is
-    max-throughput with --max-batched-tokens 8192, whose KV cap is serving's (D = 203) and which serving
+    max-throughput with --max-batched-tokens 8192, whose KV cap is serving's (D = 229) and which serving
     stays below."""
     opts = dict(shared_prefix_len=1800, prefix_groups=512, kv_offload="host")
     dep = make_deployment(model="llama-3.1-70b", gpu="h100_sxm", num_gpus=4, tp=4, engine_options=opts)
@@ -59,8 +59,8 @@ def test_prefix_hits_with_a_host_tier_stay_below_max_throughput_at_the_serve_bud
     assert dep.runtime.token_budget == 8192
     offline = max_throughput(dep, input_len=2048, output_len=256)
     assert offline.token_budget == 16384 and offline.limited_by == "kv-cache"
-    assert offline.decode_batch < sv.decode_batch              # 198 < 202.9: the larger activation reserve
+    assert offline.decode_batch < sv.decode_batch              # 224 < 228.8: the larger activation reserve
     capacity = max_throughput(same, input_len=2048, output_len=256)
-    assert capacity.token_budget == 8192 and capacity.decode_batch == 203   # ⌊203.27⌋, serving's cap
-    assert sv.decode_batch == pytest.approx(202.9, abs=0.05)
+    assert capacity.token_budget == 8192 and capacity.decode_batch == 229   # ⌊229.2⌋, serving's cap
+    assert sv.decode_batch == pytest.approx(228.8, abs=0.05)
     assert sv.output_tok_s <= ROUNDING * capacity.output_tok_s

@@ -4,7 +4,12 @@
 Unit conversion (vendor units in the YAML, SI in :class:`GPU`)::
 
     peak_flops[dt]  = <dt>_dense_tflops * 1e12       (fp32 <- fp32_tflops, int8 <- int8_dense_tops)
-    hbm_bytes       = hbm_gb * 1e9                   (hbm_gb * 2**30 for HBM_GIB_IDS, marked "# GiB")
+    hbm_bytes       = hbm_device_bytes               (data/device_memory.yaml or a user entry: the device total
+                                                      CUDA/HIP report, which engines size by: vLLM's
+                                                      total_gpu_memory, SGLang's total MiB; cited per GPU)
+                      else hbm_gb * 1e9              (hbm_gb * 2**30 for HBM_GIB_IDS, marked "# GiB"). The
+                      datasheet "80 GB" of an H100 is 85.05e9 B as CUDA reports it (HBM stacks are binary
+                      sizes), so the decimal reading understates the KV cache by ~7 % where no total is cited.
     hbm_bw          = hbm_tbps * 1e12
     scaleup_bw      = scaleup_bw_gbps_unidir * 1e9   (else bidir / 2; PCIe-only cards: else pcie_bw)
     scaleout_bw     = scaleout_gbps_per_gpu * 1e9 / 8   (Gb/s -> bytes/s; null -> 0)
@@ -70,7 +75,7 @@ EFFICIENCY_KEYS = frozenset(Efficiency.model_fields)
 POWER_KEYS = frozenset({"idle_fraction_of_tdp", "compute_fraction", "memory_fraction", "tdp_w",
                         "idle_w", "compute_w", "memory_w"})
 #: keys a user entry may hold besides those seen in hardware.yaml entries
-EXTRA_ENTRY_KEYS = frozenset({"efficiency", "power", "nvlink", "nvls", "price", LEGACY_KEY})
+EXTRA_ENTRY_KEYS = frozenset({"efficiency", "power", "nvlink", "nvls", "price", "hbm_device_bytes", LEGACY_KEY})
 
 
 class _Skip(Exception):
@@ -101,6 +106,10 @@ def _builtin() -> tuple[dict[str, dict], dict, dict[str, dict], frozenset[str]]:
     """Parsed package data: (entries by id, defaults layer, per-GPU layers, known entry keys)."""
     hw, eff = _yaml("hardware.yaml"), _yaml("efficiency.yaml")
     entries = merge_builtin_prices({e["id"]: e for e in hw["accelerators"]}, _yaml("prices.yaml"))
+    for gid, dm in (_yaml("device_memory.yaml").get("gpus") or {}).items():
+        if gid not in entries:
+            raise ValueError(f"device_memory.yaml gpus.{gid}: {gid!r} is not a hardware.yaml id")
+        entries[gid] = dict(entries[gid], hbm_device_bytes=float(dm["bytes"]))
     _check_layer(eff["defaults"], "efficiency.yaml defaults")
     for gid, layer in (eff.get("gpus") or {}).items():
         if gid not in entries:
@@ -177,12 +186,14 @@ def _to_gpu(e: dict, layers: list[dict], origin: str | None = None) -> GPU:
     else:
         scaleup_bw = 0.0 if nvlink else pcie_bw   # no fabric figure: PCIe-only cards talk over PCIe
     gib = gid in HBM_GIB_IDS
+    datasheet = _num(e, "hbm_gb") * (2**30 if gib else 1e9)
     eff, power = _merge_layers(*layers)
     price_per_hour, price = read_price(e, origin)
     return GPU.model_validate(dict(   # nested dicts: pydantic errors then name 'efficiency.compute' etc.
         id=gid, name=str(e.get("name") or gid), vendor=str(e.get("vendor") or ""),
         peak_flops=peaks,
-        hbm_bytes=_num(e, "hbm_gb") * (2**30 if gib else 1e9),
+        hbm_bytes=(_num(e, "hbm_device_bytes") if e.get("hbm_device_bytes") is not None else datasheet),
+        hbm_datasheet_bytes=datasheet if e.get("hbm_device_bytes") is not None else None,
         hbm_bw=_num(e, "hbm_tbps") * 1e12,
         scaleup_bw=scaleup_bw, scaleup_domain=domain, scaleup_tech=tech, nvlink=nvlink, nvls=nvls,
         scaleout_bw=_num(e, "scaleout_gbps_per_gpu", 0.0) * 1e9 / 8,
@@ -261,6 +272,8 @@ def _build(files: tuple[tuple[str, int, int], ...]) -> tuple[dict[str, GPU], dic
             layer = dict(e.get("efficiency") or {}) | ({"power": e["power"]} if e.get("power") else {})
             user_layers.setdefault(gid, []).append(layer)
             drop = {"price"} if LEGACY_KEY in e else {LEGACY_KEY} if "price" in e else set()  # the file's price wins
+            if "hbm_gb" in e and "hbm_device_bytes" not in e:
+                drop.add("hbm_device_bytes")  # the file's hbm_gb wins over the built-in device total
             raw[gid] = {k: v for k, v in raw.get(gid, {}).items() if k not in drop} | \
                 {k: v for k, v in e.items() if k not in ("efficiency", "power")}
             if "price" in e or LEGACY_KEY in e or gid not in entries:
@@ -366,7 +379,8 @@ def gpu_table(catalog: dict[str, GPU] | None = None) -> list[dict[str, Any]]:
         "bf16_tflops": _scaled(g.peak_flops.get("bf16"), 1e12),
         "fp8_tflops": _scaled(g.peak_flops.get("fp8"), 1e12),
         "fp4_tflops": _scaled(g.peak_flops.get("fp4"), 1e12),
-        "hbm_gb": _scaled(g.hbm_bytes, 1e9),                 # decimal GB (1e9 bytes)
+        "hbm_gb": _scaled(g.hbm_datasheet_bytes or g.hbm_bytes, 1e9),   # datasheet, decimal GB (1e9 bytes)
+        "hbm_device_gib": _scaled(g.hbm_bytes, 2**30),       # what the engines size by (device_memory.yaml)
         "hbm_tb_s": _scaled(g.hbm_bw, 1e12),
         "scaleup_gb_s": _scaled(g.scaleup_bw, 1e9),          # per direction
         "scaleup_domain": g.scaleup_domain,

@@ -101,7 +101,9 @@ class GPU(BaseModel):
     name: str
     vendor: str = ""
     peak_flops: dict[str, float] = Field(description="dense FLOP/s by dtype: fp32 bf16 fp16 fp8 int8 fp4")
-    hbm_bytes: float = Field(gt=0)
+    hbm_bytes: float = Field(gt=0, description="device memory as the engines read it (CUDA/HIP total), bytes")
+    hbm_datasheet_bytes: float | None = Field(default=None, gt=0,
+                                              description="the datasheet figure where hbm_bytes is a device total")
     hbm_bw: float = Field(gt=0, description="peak HBM bandwidth, bytes/s")
     scaleup_bw: float = Field(ge=0, description="per-GPU unidirectional scale-up bandwidth, bytes/s")
     scaleup_domain: int = Field(ge=1, description="GPUs in one scale-up domain (NVLink island)")
