@@ -47,7 +47,8 @@ def gpus(json: annotation(JSON), gpu_file: annotation(GPU_FILE), prices: annotat
             return print_json({"gpus": rows, "skipped": skipped})
         t = Table(title="GPU catalog (dense TFLOP/s; HBM GB = 1e9 B; scale-up GB/s per direction)")
         cols = [("id", "id"), ("bf16 TF", "bf16_tflops"), ("fp8 TF", "fp8_tflops"), ("fp4 TF", "fp4_tflops"),
-                ("HBM GB", "hbm_gb"), ("device GiB", "hbm_device_gib"), ("HBM TB/s", "hbm_tb_s"), ("scale-up GB/s", "scaleup_gb_s"),
+                ("HBM GB", "hbm_gb"), ("device GiB", "hbm_device_gib"), ("HBM TB/s", "hbm_tb_s"),
+                ("scale-up GB/s", "scaleup_gb_s"),
                 ("domain", "scaleup_domain"), ("NIC Gb/s", "scaleout_gbit_s"), ("TDP W", "tdp_w"),
                 ("$/h", "price_usd_h"), ("eff c/m", None)]
         for name, _ in cols:

@@ -187,13 +187,14 @@ def _to_gpu(e: dict, layers: list[dict], origin: str | None = None) -> GPU:
         scaleup_bw = 0.0 if nvlink else pcie_bw   # no fabric figure: PCIe-only cards talk over PCIe
     gib = gid in HBM_GIB_IDS
     datasheet = _num(e, "hbm_gb") * (2**30 if gib else 1e9)
+    device = e.get("hbm_device_bytes")
     eff, power = _merge_layers(*layers)
     price_per_hour, price = read_price(e, origin)
     return GPU.model_validate(dict(   # nested dicts: pydantic errors then name 'efficiency.compute' etc.
         id=gid, name=str(e.get("name") or gid), vendor=str(e.get("vendor") or ""),
         peak_flops=peaks,
-        hbm_bytes=(_num(e, "hbm_device_bytes") if e.get("hbm_device_bytes") is not None else datasheet),
-        hbm_datasheet_bytes=datasheet if e.get("hbm_device_bytes") is not None else None,
+        hbm_bytes=datasheet if device is None else _num(e, "hbm_device_bytes"),
+        hbm_datasheet_bytes=None if device is None else datasheet,
         hbm_bw=_num(e, "hbm_tbps") * 1e12,
         scaleup_bw=scaleup_bw, scaleup_domain=domain, scaleup_tech=tech, nvlink=nvlink, nvls=nvls,
         scaleout_bw=_num(e, "scaleout_gbps_per_gpu", 0.0) * 1e9 / 8,

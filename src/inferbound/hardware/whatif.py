@@ -22,7 +22,7 @@ from typing import Any
 from .spec import GPU
 
 SCALES: dict[str, tuple[str, ...]] = {
-    "hbm_bw": ("hbm_bw",), "flops": ("peak_flops",), "hbm_gb": ("hbm_bytes",),
+    "hbm_bw": ("hbm_bw",), "flops": ("peak_flops",), "hbm_gb": ("hbm_bytes", "hbm_datasheet_bytes"),
     "link_bw": ("scaleup_bw", "scaleout_bw", "pcie_bw"), "scaleup_bw": ("scaleup_bw",),
     "scaleout_bw": ("scaleout_bw",), "pcie_bw": ("pcie_bw",),
 }
@@ -76,7 +76,7 @@ def scale_gpu(gpu: GPU, scales: dict[str, float]) -> GPU:
         for fld in SCALES[name]:
             if fld == "peak_flops":
                 data[fld] = {k: (None if v is None else v * factor) for k, v in data[fld].items()}
-            else:
+            elif data[fld] is not None:   # hbm_datasheet_bytes is None where hbm_bytes is the datasheet's
                 data[fld] = data[fld] * factor
     base = gpu.derived_from or gpu.id
     prior = dict(gpu.scales)
