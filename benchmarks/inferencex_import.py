@@ -43,7 +43,8 @@ FIXTURE = ('https://github.com/vngcloud/InferenceX-app/blob/7fe6d62ad57a3df061be
            'packages/app/cypress/fixtures/api/benchmarks.json')
 IX = 'https://github.com/SemiAnalysisAI/InferenceX/blob'
 SOURCE = 'InferenceX_API_snapshot_2026-06'
-#: SGLang's --stream-interval and --scheduler-recv-interval (validation/dataset.py reads them), after the public header
+#: SGLang's --stream-interval (TensorRT-LLM's stream_interval) and --scheduler-recv-interval (validation/dataset.py
+#: reads them), after the public header
 EXTRA_COLUMNS = ['stream_interval', 'scheduler_recv_interval', 'bench_command']
 RANGE_RATIO = 0.8  # RANDOM_RANGE_RATIO of benchmark-tmpl.yml / dsr1-tmpl.yml at every date of the snapshot
 GPU = {'h200': 'h200_sxm', 'b200': 'b200_hgx', 'b300': 'b300_hgx', 'mi300x': 'mi300x', 'mi325x': 'mi325x',
@@ -406,6 +407,8 @@ def build(entries: list[dict]) -> tuple[list[dict], list[str]]:
                     max_seqs = d['max_batch_size']
                 if d.get('max_num_tokens') and not max_tok:
                     max_tok = d['max_num_tokens']
+                if d.get('stream_interval') is not None:  # llm_args stream_interval (engines.yaml trtllm@1.2)
+                    stream = d['stream_interval']
                 if kvc.get('free_gpu_memory_fraction') is not None:
                     extra.append(f"kv_cache_config.free_gpu_memory_fraction={kvc['free_gpu_memory_fraction']} "
                                  f"(fraction of the memory left after weights, not a total-memory fraction: "

@@ -131,3 +131,62 @@ def test_bench_itl_per_chunk_for_openai_backends_and_per_token_for_native():
     # vllm backend: one gap per chunk, 10 chunks of 10 tokens after the first; native: the chunk's gap split
     assert oai["mean_itl_ms"] == pytest.approx(native["mean_tpot_ms"] * 100 / 10, rel=1e-6)
     assert native["mean_itl_ms"] == pytest.approx(native["mean_tpot_ms"], rel=1e-6)
+
+
+# -- TensorRT-LLM (stream_interval in the options YAML) ----------------------------------------------------------
+def test_trtllm_profile_streams_the_first_token_then_every_kth_iteration():
+    # py_executor._handle_responses: py_decoding_iter == 1 or is_finished or py_decoding_iter % k == 0
+    si = get_engine("trtllm", "1.2").stream_interval
+    assert (si.value, si.first) == (1, "at_once_then_multiple")
+    rt = _dep("trtllm@1.2", stream_interval=10).runtime
+    assert (rt.stream_interval, rt.stream_first) == (10, "at_once_then_multiple")
+    assert any("then at tokens 10, 20" in n for n in rt.notes)
+
+
+def test_trtllm_chunk_counts_by_hand():
+    # O = 1024, k = 10: chunks at tokens 1, 10, 20, ..., 1020 (102 multiples) and the finish 1024: 104 chunks
+    assert streaming.gaps(1024, 10, "at_once_then_multiple") == 103
+    assert streaming.delay_steps(1024, 10, "at_once_then_multiple") == 0
+    # O = 20: chunks 1, 10, 20 -> 2 gaps; O = 5 (shorter than k): 1 and the finish -> 1 gap; O = 1: none
+    assert streaming.gaps(20, 10, "at_once_then_multiple") == 2
+    assert streaming.gaps(5, 10, "at_once_then_multiple") == 1
+    assert streaming.gaps(1, 10, "at_once_then_multiple") == 0
+    # O = 922 (InferenceX 1k/1k mean): 92 multiples of 10 up to 920, then 922: 93 gaps over 921 steps
+    assert streaming.pooled_itl(0.010, 10, "at_once_then_multiple", [922], [1.0]) == pytest.approx(921 * 0.010 / 93)
+
+
+def test_trtllm_serving_itl_is_the_chunk_gap_and_ttft_is_unchanged():
+    base = serving(_dep("trtllm@1.2"), concurrency=4, input_len=1024, output_len=1024)
+    s = serving(_dep("trtllm@1.2", stream_interval=10), concurrency=4, input_len=1024, output_len=1024)
+    t = base.tpot_s
+    assert s.itl_s == pytest.approx(1023 * t / 103)
+    assert s.tpot_s == pytest.approx(t)
+    assert s.ttft_s["mean"] == pytest.approx(base.ttft_s["mean"])
+
+
+def test_trtllm_options_yaml_is_read_when_the_file_is_here(tmp_path):
+    cfg = tmp_path / "dsr1.yml"
+    cfg.write_text("stream_interval: 10\nenable_attention_dp: true\nmax_batch_size: 64\n"
+                   "kv_cache_config:\n  dtype: fp8\n  free_gpu_memory_fraction: 0.8\n  enable_block_reuse: false\n"
+                   "moe_config:\n  backend: TRTLLM\n")
+    spec = parse_serve(f"trtllm-serve deepseek-ai/DeepSeek-R1-0528 --tp_size 8 --max_batch_size 256 "
+                       f"--extra_llm_api_options {cfg}")
+    # the YAML is applied after the command line: its max_batch_size 64 replaces 256
+    assert spec.engine_options == {"stream_interval": 10, "max_num_seqs": 64, "memory_fraction": 0.8,
+                                   "prefix_caching": False}
+    # attention DP over the 8 tp_size ranks: attention TP 1, DP 8, experts over the 8 GPUs
+    assert spec.deployment == {"tp": 1, "pp": 1, "num_gpus": 8, "dp": 8, "attention_dp": True, "ep": 8,
+                               "kv_dtype": "fp8"}
+    assert any("not modelled: moe_config" in w for w in spec.warnings)
+
+
+def test_trtllm_options_yaml_missing_or_bad(tmp_path):
+    spec = parse_serve("trtllm-serve meta-llama/Llama-3.1-8B --config /nonexistent/x.yml")
+    assert any("is not on this machine" in w for w in spec.warnings)
+    bad = tmp_path / "bad.yml"
+    bad.write_text("stream_interval: 0\n")
+    with pytest.raises(ValueError, match="stream_interval=0; allowed: an integer >= 1"):
+        parse_serve(f"trtllm-serve meta-llama/Llama-3.1-8B --config {bad}")
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(ValueError, match="allowed: a mapping"):
+        parse_serve(f"trtllm-serve meta-llama/Llama-3.1-8B --config {bad}")

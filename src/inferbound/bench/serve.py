@@ -16,7 +16,8 @@ Layout, the inverse of search/emit.py's rules:
   ``--chunked-prefill-size -1`` turns chunking off. Without DP attention ``--dp-size`` copies the instance
   (replicas).
 - TensorRT-LLM: GPUs = tp_size x pp_size; ``--max_batch_size`` is the running-sequence cap, ``--max_num_tokens``
-  the token budget, ``--kv_cache_free_gpu_memory_fraction`` the KV memory fraction.
+  the token budget, ``--kv_cache_free_gpu_memory_fraction`` the KV memory fraction; the ``--config`` YAML, when
+  the file is here, replaces them and adds its own keys (bench/trtllm_options.py).
 
 Formats: ``--dtype`` is the compute format; ``--kv-cache-dtype`` the KV format; ``--quantization`` the
 weight and compute formats of the method as bench.yaml lists them (an unlisted method: a warning, the
@@ -29,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import serve_features as SF
+from . import trtllm_options
 from .argv import ToolParser, bench_data, parse, split, unknown_warning
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -264,9 +266,10 @@ def parse_trtllm(words: list[str]) -> ServeSpec:
         dep["ep"] = ns.ep_size
     opts = {"max_num_seqs": ns.max_batch_size, "token_budget": ns.max_num_tokens,
             "memory_fraction": ns.kv_cache_free_gpu_memory_fraction}
-    warn = [f"trtllm-serve: the options YAML {ns.extra_llm_api_options!r} is not read (its settings are not "
-            f"modelled)"] if ns.extra_llm_api_options else []
-    return ServeSpec("trtllm", ns.model, dep, {k: v for k, v in opts.items() if v is not None}, ns.max_seq_len,
+    yaml_opts, yaml_dep, warn = trtllm_options.read(ns.extra_llm_api_options)  # the YAML applies last
+    opts.update(yaml_opts)
+    return ServeSpec("trtllm", ns.model, trtllm_options.apply_layout(dep, yaml_dep),
+                     {k: v for k, v in opts.items() if v is not None}, ns.max_seq_len,
                      False, tuple(warn + unknown_warning("trtllm-serve", unknown)))
 
 

@@ -12,7 +12,8 @@ analytic serving model (workloads/multistep.py) price it.
 each kernel pays its own fixed cost (pricing/graphs.py: the graph plan of a capture cap 0 is eager) and no
 graph memory is kept. ``on`` keeps the profile's graph mode and is refused for a profile that captures none.
 
-``stream_interval`` k (SGLang ``--stream-interval k``, engines.yaml ``stream_interval``, default 1): the engine
+``stream_interval`` k (SGLang ``--stream-interval k``, TensorRT-LLM ``stream_interval: k`` in the options YAML;
+engines.yaml ``stream_interval``, default 1): the engine
 hands a request's tokens to the client every k tokens, so a streaming benchmark records one inter-token gap
 per chunk of k decode steps; the steps themselves are unchanged (workloads/streaming.py prices what the client
 sees). Refused above 1 for a profile without the setting (not read from its sources) and beside multi-step
@@ -102,12 +103,15 @@ def _stream(p, k, steps: int, notes: list) -> tuple[int, str]:
     k = _count("stream_interval", k)
     if k > 1 and si is None:
         raise ValueError(f"stream_interval={k}: engine={p.key!r} has no stream interval read from its sources; "
-                         f"allowed: stream_interval=1, or an SGLang engine (--stream-interval)")
+                         f"allowed: stream_interval=1, or an SGLang (--stream-interval) or TensorRT-LLM 1.x "
+                         f"(stream_interval in the options YAML) engine")
     if k > 1 and steps > 1:
         raise ValueError(f"stream_interval={k} with scheduler_steps={steps}: no engine has both; allowed: one of them")
     if k > 1:
-        when = ("the first token at once, then every" if first == "at_once" else
-                f"the first chunk at token {k} (the first token waits {k - 1} decode steps), then every")
-        notes.append(f"stream interval {k} ({si.flag} {k}): tokens reach the client in chunks, {when} {k} tokens; "
+        when = {"at_once": f"the first token at once, then every {k} tokens",
+                "at_once_then_multiple": f"the first token at once, then at tokens {k}, {2 * k}, ...",
+                }.get(first, f"the first chunk at token {k} (the first token waits {k - 1} decode steps), then "
+                             f"every {k} tokens")
+        notes.append(f"stream interval {k} ({si.flag} {k}): tokens reach the client in chunks, {when}; "
                      f"ITL is the gap between chunks (about {k} decode steps), TPOT (E2E − TTFT)/(O − 1)")
     return k, first

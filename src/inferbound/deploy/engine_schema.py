@@ -120,12 +120,14 @@ class CudaGraphs(_Frozen):
 
 
 class StreamInterval(_Frozen):
-    """Tokens per streamed chunk (SGLang ``--stream-interval k``; deploy/engine_modes.py, workloads/streaming.py).
-    ``value``: the default k; ``first``: when the first chunk leaves: ``at_once`` (token 1 alone, then every
-    k tokens: tokens 1, k + 1, 2k + 1, ...) or ``at_multiple`` (a chunk when the output length is a multiple
-    of k: the first token waits k − 1 decode steps); a finished request sends its last chunk either way."""
+    """Tokens per streamed chunk (SGLang ``--stream-interval k``, TensorRT-LLM ``stream_interval: k``;
+    deploy/engine_modes.py, workloads/streaming.py). ``value``: the default k; ``first``: when the first chunk
+    leaves: ``at_once`` (token 1 alone, then every k tokens: tokens 1, k + 1, 2k + 1, ...), ``at_multiple`` (a
+    chunk when the output length is a multiple of k: the first token waits k − 1 decode steps) or
+    ``at_once_then_multiple`` (token 1 alone, then tokens k, 2k, ...); a finished request sends its last chunk
+    either way."""
     value: int = Field(ge=1)
-    first: Literal["at_once", "at_multiple"]
+    first: Literal["at_once", "at_multiple", "at_once_then_multiple"]
     flag: str
     source: str = Field(min_length=10)
     quote: Optional[str] = None

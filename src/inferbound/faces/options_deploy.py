@@ -149,7 +149,8 @@ ENGINE: tuple[Opt, ...] = (
     _o("cuda_graphs", "str", None, "CUDA graphs: off runs every step eagerly, each kernel paying its launch cost "
        "(SGLang --disable-cuda-graph, vLLM --enforce-eager); on keeps the engine's graph mode (default: the "
        "engine's)", choices=ENGINE_GRAPH_CHOICES),
-    _o("stream_interval", "int", None, "tokens per streamed chunk (SGLang --stream-interval k): the client sees a "
+    _o("stream_interval", "int", None, "tokens per streamed chunk (SGLang --stream-interval k, TensorRT-LLM stream_interval: k): "
+       "the client sees a "
        "chunk every k decode steps, so ITL is the gap between chunks; steps are unchanged (default: the engine's, "
        "1)", ge=1, le=4096),
 )

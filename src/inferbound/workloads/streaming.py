@@ -9,6 +9,9 @@ A request of O output tokens, one token per decode step of t seconds:
     first == "at_multiple" (SGLang 0.4.2-0.4.7: ``len(output_ids) % k == 0``): chunks at tokens k, 2k, ... and at
     the finish: the first chunk waits D = min(k, O) − 1 decode steps,
         TTFT + D·t,  G = ceil(O/k) − 1,  their sum (O − 1 − D)·t
+    first == "at_once_then_multiple" (TensorRT-LLM PyTorch backend, ``py_decoding_iter == 1 or is_finished or
+    py_decoding_iter % k == 0``): chunks at token 1, then at tokens k, 2k, ... and at the finish: no delay,
+        G = ceil(O/k) (O >= 2),  their sum (O − 1)·t
 
 Benchmarks pool one gap per chunk received (sglang.bench_serving, vLLM benchmark_serving.py
 ``itl.append(timestamp - most_recent_timestamp)``), so the mean ITL over a length mix (weights w_i) is
@@ -17,7 +20,8 @@ Benchmarks pool one gap per chunk received (sglang.bench_serving, vLLM benchmark
 
 and TPOT = (E2E − TTFT)/(O − 1) = t·(O − 1 − D)/(O − 1) per request (E2E is unchanged: the last chunk leaves
 at the finish). Example: O = 1024, k = 10, at_once: G = 103 gaps over 1023 steps, ITL = 9.93·t, TPOT = t;
-at_multiple: D = 9, TTFT + 9·t, G = 102 over 1014 steps, ITL = 9.94·t, TPOT = 1014·t/1023.
+at_multiple: D = 9, TTFT + 9·t, G = 102 over 1014 steps, ITL = 9.94·t, TPOT = 1014·t/1023;
+at_once_then_multiple: G = 103 over 1023 steps (chunks at 1, 10, 20, ..., 1020, 1024), ITL = 9.93·t, TPOT = t.
 """
 from __future__ import annotations
 
@@ -28,8 +32,8 @@ import numpy as np
 
 
 def delay_steps(o: float, k: int, first: str) -> float:
-    """D: decode steps the first chunk waits after the engine's first token (0 with ``at_once``)."""
-    if k <= 1 or first == "at_once":
+    """D: decode steps the first chunk waits after the engine's first token (0 unless ``at_multiple``)."""
+    if k <= 1 or first != "at_multiple":
         return 0.0
     return float(min(k, int(o)) - 1)
 
@@ -43,6 +47,8 @@ def gaps(o: float, k: int, first: str) -> int:
         return o - 1
     if first == "at_once":
         return math.ceil((o - 1) / k)
+    if first == "at_once_then_multiple":
+        return math.ceil(o / k)
     return max(math.ceil(o / k) - 1, 0)
 
 
