@@ -190,3 +190,13 @@ def test_trtllm_options_yaml_missing_or_bad(tmp_path):
     bad.write_text("- a\n- b\n")
     with pytest.raises(ValueError, match="allowed: a mapping"):
         parse_serve(f"trtllm-serve meta-llama/Llama-3.1-8B --config {bad}")
+
+
+def test_sglang_continuous_decode_steps_is_read_and_said_to_change_nothing():
+    # SGLang 0.5.9 / 0.5.12 wheels: num_continuous_decode_steps appears in server_args.py only
+    spec = parse_serve("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 "
+                       "--num-continuous-decode-steps 4")
+    assert any("--num-continuous-decode-steps 4 is declared but read by no scheduler code" in w
+               for w in spec.warnings)
+    assert not any("do not read" in w and "continuous" in w for w in spec.warnings)
+    assert "scheduler_steps" not in spec.engine_options

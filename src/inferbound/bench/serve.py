@@ -182,6 +182,9 @@ def _sglang_parser() -> ToolParser:
     p.add_argument("--disable-cuda-graph", action="store_true")  # eager steps (SGLang server_args.py)
     p.add_argument("--stream-interval", type=positive_int)  # tokens per streamed chunk (SGLang server_args.py)
     p.add_argument("--scheduler-recv-interval", type=positive_int)  # decode passes between receives (server_args.py)
+    # declared in server_args.py (num_continuous_decode_steps: int = 1) and read by no other module of the
+    # SGLang 0.5.9 and 0.5.12 wheels (PyPI): read here so that the note says it changes nothing
+    p.add_argument("--num-continuous-decode-steps", type=positive_int)
     SF.add_sglang_args(p)
     for flag in ("--host", "--port", "--api-key", "--served-model-name", "--tokenizer-path", "--revision",
                  "--random-seed", "--log-level", "--node-rank", "--dist-init-addr"):
@@ -232,6 +235,10 @@ def parse_sglang(words: list[str]) -> ServeSpec:
                     f"prices for attention DP")
     if ns.nnodes > 1:
         dep["nodes"] = ns.nnodes
+    if ns.num_continuous_decode_steps not in (None, 1):
+        warn.append(f"sglang.launch_server: --num-continuous-decode-steps {ns.num_continuous_decode_steps} is "
+                    f"declared but read by no scheduler code in SGLang 0.5.9-0.5.12 (server_args.py only): "
+                    f"priced as 1 decode step per scheduler pass")
     feats = SF.sglang_features(ns)
     ep_dep, pd = SF.sglang_parallel(ns)
     dep.update(ep_dep)
