@@ -276,3 +276,20 @@ def test_mxfp4_experts_run_the_engines_kernel_on_blackwell():
     e = load_data()["gpus"]
     assert b200.moe_params(shape, "bf16")["e_c"] == e["b200_hgx"]["moe"]["trtllm"]["mxfp4_fp8"]["e_c"]
     assert h200.moe_params(shape, "bf16")["e_c"] == e["h200_sxm"]["moe"]["trtllm"]["mxfp4_wo"]["e_c"]
+
+
+def test_sglang_mla_decode_on_amd_is_priced_with_a_native_fp8_kernel():
+    # engines.yaml pricing.vendor_kernels: SGLang's aiter MLA decode on AMD reads fp8 KV natively, so the AMD
+    # prior takes its template's TensorRT-LLM MLA generation curve, not SGLang FA3's fp8-KV path
+    from inferbound.hardware import get_gpu
+    amd = KernelPricer(get_gpu("mi300x"), "sglang@0.5.9")
+    nv = KernelPricer(get_gpu("h200_sxm"), "sglang@0.5.9")
+    assert amd.class_engine == {"mla_decode": "trtllm"} and nv.class_engine == {}
+    assert amd.params("mla_decode", "fp8")["engine"] == "trtllm"
+    assert nv.params("mla_decode", "fp8")["engine"] == "sglang"
+    # other classes keep the engine's own curves
+    assert amd.params("mla_prefill", "fp8")["engine"] == nv.params("mla_prefill", "fp8")["engine"]
+    # ATOM is priced with SGLang's curves (engines.yaml kernel_curves) and follows the same rule
+    assert KernelPricer(get_gpu("mi355x"), "atom@0.1.5").class_engine == {"mla_decode": "trtllm"}
+    # from the SGLang 0.5 profiles only (min_version "0.5"): the 0.4 profile keeps the template's curve
+    assert KernelPricer(get_gpu("mi300x"), "sglang@0.4.3").class_engine == {}

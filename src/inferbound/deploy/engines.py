@@ -95,6 +95,11 @@ def _vtuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in m.group(1).split("."))
 
 
+def version_tuple(v: str) -> tuple[int, ...]:
+    """'0.5.12' -> (0, 5, 12), 'v0.6.3rc1' -> (0, 6, 3): the numeric part of an engine version, for ordering."""
+    return _vtuple(v)
+
+
 def _trim(t: tuple[int, ...]) -> tuple[int, ...]:
     """0.17.0 -> 0.17: trailing zeros do not make another version (compare trimmed tuples: (1,) = (1, 0))."""
     while len(t) > 1 and t[-1] == 0:

@@ -40,6 +40,7 @@ import numpy as np
 from . import kernels as K
 from ..base.datafiles import data_yaml
 from ..base.numeric import fast_ndim
+from ..deploy.engines import version_tuple
 from .kernels import gemm as _gemm
 from .kernels import loadattention as LA
 from .kernels.moe import expert_load
@@ -60,6 +61,20 @@ def curve_engine(engine_key: str) -> str:
     name = engine_key.split("@", 1)[0]
     table = pricing_data().get("kernel_curves", {})
     return str(_value(table.get(name, "trtllm")))
+
+
+def vendor_kernels(engine_key: str, vendor: str) -> dict:
+    """{kernel class: curve engine} for a profile (``name@version``) on a vendor's GPUs where the engine runs
+    another kernel than its template curves measured (engines.yaml ``pricing.vendor_kernels``, by engine name,
+    an entry's ``min_version`` against the profile's version); {} elsewhere."""
+    name, _, version = engine_key.partition("@")
+    table = ((pricing_data().get("vendor_kernels") or {}).get(name) or {}).get(vendor) or {}
+    out = {}
+    for cls, v in table.items():
+        low = v.get("min_version") if isinstance(v, dict) else None
+        if low is None or (version and version_tuple(version) >= version_tuple(str(low))):
+            out[cls] = str(_value(v))
+    return out
 
 
 def host_cost(engine_key: str, calibration=None) -> tuple[float, float]:
@@ -108,6 +123,7 @@ class KernelPricer:
         self.gpu = gpu
         self.engine_key = engine_key
         self.engine = curve_engine(engine_key)
+        self.class_engine = vendor_kernels(engine_key, gpu.vendor)  # e.g. SGLang's aiter MLA decode on AMD
         # a what-if GPU (hardware/whatif.py) keeps its base's curves: fractions of its scaled peaks
         self.curves = K.curves_for(gpu.derived_from or gpu.id) if gpu.efficiency.kernel_curves else None
         glob = calibration.kernel_factors if calibration is not None else {}
@@ -137,7 +153,7 @@ class KernelPricer:
             p = None
             if self.curves is not None and dtype is not None:
                 try:
-                    p = self.curves.curve(cls, dtype, self.engine)
+                    p = self.curves.curve(cls, dtype, self.class_engine.get(cls, self.engine))
                 except ValueError:
                     p = None
             if p is not None and static:
